@@ -1,4 +1,3 @@
-// Package envelope reads and writes Sentry envelopes with Relay's exact framing.
 package envelope
 
 import (
@@ -6,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"math"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Rule names the framing rule an input broke.
@@ -75,265 +76,170 @@ type ItemSummary struct {
 	PayloadStart, PayloadEnd int
 }
 
-// Parse parses b with Relay's framing. Payloads alias b.
+// Parse parses b with Relay's framing (see the package documentation).
+// Header and Payload slices alias b; b must not change while they are in use.
+// Every failure is a *ParseError.
 func Parse(b []byte) (*Envelope, error) {
-	var s Summary
-	if err := Scan(b, &s); err != nil {
-		return nil, err
+	r := reader{b: b}
+	if perr := r.envelopeHeader(); perr != nil {
+		return nil, perr
 	}
-	hs, he, _ := objectBounds(b, 0)
-	e := &Envelope{Header: b[hs:he], EventID: string(s.EventID), DSN: string(s.DSN), SentAt: string(s.SentAt)}
-	e.Items = make([]Item, len(s.Items))
-	off := he + 1
-	for i, it := range s.Items {
-		ihs, ihe, _ := objectBounds(b, off)
-		e.Items[i] = Item{
-			Header:      b[ihs:ihe],
-			Type:        string(it.Type),
-			ContentType: string(it.ContentType),
+	e := &Envelope{
+		Header:  b[r.h.start:r.h.end:r.h.end],
+		EventID: r.h.eventID.string(),
+		DSN:     r.h.dsn.string(),
+		SentAt:  r.h.sentAt.string(),
+		Items:   make([]Item, 0, 8),
+	}
+	var it ItemSummary
+	for {
+		ok, perr := r.item(&it)
+		if perr != nil {
+			return nil, perr
+		}
+		if !ok {
+			return e, nil
+		}
+		e.Items = append(e.Items, Item{
+			Header:      b[r.h.start:r.h.end:r.h.end],
+			Type:        internType(it.Type),
+			ContentType: internContentType(it.ContentType),
 			ItemCount:   it.ItemCount,
 			Payload:     b[it.PayloadStart:it.PayloadEnd:it.PayloadEnd],
-		}
-		off = it.PayloadEnd + 1
+		})
 	}
-	return e, nil
 }
 
-// ParseReader reads at most maxBytes from r and parses them.
+// ParseReader reads the whole of r, at most maxBytes, and parses it.
+// Input longer than maxBytes fails with a *ParseError of RuleTooLarge
+// without reading more than maxBytes+1 bytes; read errors are returned wrapped.
 func ParseReader(r io.Reader, maxBytes int64) (*Envelope, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	if maxBytes < 0 {
+		return nil, fmt.Errorf("envelope: negative maxBytes %d", maxBytes)
+	}
+	limit := maxBytes
+	if limit < math.MaxInt64 {
+		limit++
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit))
 	if err != nil {
 		return nil, fmt.Errorf("envelope: read: %w", err)
 	}
 	if int64(len(b)) > maxBytes {
-		return nil, &ParseError{Offset: int(maxBytes), Rule: RuleTooLarge, Detail: fmt.Sprintf("more than %d bytes", maxBytes)}
+		return nil, &ParseError{Offset: int(maxBytes), Rule: RuleTooLarge, Detail: "more than " + strconv.FormatInt(maxBytes, 10) + " bytes"}
 	}
 	return Parse(b)
 }
 
-// objectBounds finds the JSON value starting at off (after whitespace) and returns its bounds.
-func objectBounds(b []byte, off int) (start, end int, err error) {
-	start = off
-	for start < len(b) && (b[start] == ' ' || b[start] == '\t' || b[start] == '\n' || b[start] == '\r') {
-		start++
+// internType returns the item types Sentry defines as constant strings, so
+// parsing them does not allocate.
+func internType(b []byte) string {
+	switch string(b) {
+	case "event":
+		return "event"
+	case "transaction":
+		return "transaction"
+	case "attachment":
+		return "attachment"
+	case "session":
+		return "session"
+	case "sessions":
+		return "sessions"
+	case "check_in":
+		return "check_in"
+	case "log":
+		return "log"
+	case "span":
+		return "span"
+	case "otel_log":
+		return "otel_log"
+	case "client_report":
+		return "client_report"
+	case "user_report":
+		return "user_report"
+	case "feedback":
+		return "feedback"
+	case "profile":
+		return "profile"
+	case "profile_chunk":
+		return "profile_chunk"
+	case "replay_event":
+		return "replay_event"
+	case "replay_recording":
+		return "replay_recording"
+	case "replay_video":
+		return "replay_video"
+	case "statsd":
+		return "statsd"
+	case "metric_buckets":
+		return "metric_buckets"
+	case "trace_metric":
+		return "trace_metric"
+	case "form_data":
+		return "form_data"
+	case "security":
+		return "security"
+	case "raw_security":
+		return "raw_security"
+	case "nel":
+		return "nel"
+	case "unreal_report":
+		return "unreal_report"
 	}
-	dec := json.NewDecoder(bytes.NewReader(b[off:]))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return start, start, err
-	}
-	return start, off + int(dec.InputOffset()), nil
+	return string(b)
 }
 
-type headerField struct {
-	key string
-	raw json.RawMessage
+// internContentType does for common content types what internType does for types.
+func internContentType(b []byte) string {
+	switch string(b) {
+	case "":
+		return ""
+	case "application/json":
+		return "application/json"
+	case "application/octet-stream":
+		return "application/octet-stream"
+	case "text/plain":
+		return "text/plain"
+	case "application/vnd.sentry.items.log+json":
+		return "application/vnd.sentry.items.log+json"
+	case "application/vnd.sentry.items.span.v2+json":
+		return "application/vnd.sentry.items.span.v2+json"
+	case "application/vnd.sentry.items.trace-metric+json":
+		return "application/vnd.sentry.items.trace-metric+json"
+	}
+	return string(b)
 }
 
-// readHeader reads one header object at off. It returns its fields and the end offset.
-func readHeader(b []byte, off int, invalid Rule) ([]headerField, int, *ParseError) {
-	start := off
-	for start < len(b) && (b[start] == ' ' || b[start] == '\t' || b[start] == '\n' || b[start] == '\r') {
-		start++
-	}
-	if start < len(b) && b[start] != '{' {
-		return nil, 0, &ParseError{Offset: start, Rule: invalid, Detail: "not a JSON object"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b[off:]))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, 0, &ParseError{Offset: start, Rule: invalid, Detail: err.Error()}
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, 0, &ParseError{Offset: start, Rule: invalid, Detail: "not a JSON object"}
-	}
-	var fields []headerField
-	seen := map[string]bool{}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil, 0, &ParseError{Offset: off + int(dec.InputOffset()), Rule: invalid, Detail: err.Error()}
-		}
-		k := kt.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, 0, &ParseError{Offset: off + int(dec.InputOffset()), Rule: invalid, Detail: err.Error()}
-		}
-		if seen[k] {
-			return nil, 0, &ParseError{Offset: off + int(dec.InputOffset()), Rule: RuleDuplicateKey, Detail: strconv.Quote(k)}
-		}
-		seen[k] = true
-		fields = append(fields, headerField{k, raw})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, 0, &ParseError{Offset: off + int(dec.InputOffset()), Rule: invalid, Detail: err.Error()}
-	}
-	return fields, off + int(dec.InputOffset()), nil
-}
-
-func requireNewline(b []byte, off int, what string) *ParseError {
-	if off < len(b) && b[off] != '\n' {
-		return &ParseError{Offset: off, Rule: RuleMissingNewline, Detail: fmt.Sprintf("byte %q after %s", b[off], what)}
-	}
-	return nil
-}
-
-func stringField(raw json.RawMessage) ([]byte, bool) {
-	var s *string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, false
-	}
-	if s == nil {
-		return nil, true
-	}
-	return []byte(*s), true
-}
-
-func u32Field(raw json.RawMessage) (int, bool) {
-	if raw[0] == '-' || bytes.ContainsAny(raw, ".eE") {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(raw), 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int(n), true
-}
-
-// Scan checks b with the same rules as Parse and records each item's bounds in s.
-func Scan(b []byte, s *Summary) error {
-	s.DSN, s.EventID, s.SentAt = nil, nil, nil
-	s.Items = s.Items[:0]
-	if len(b) == 0 {
-		return &ParseError{Offset: 0, Rule: RuleEmpty}
-	}
-	fields, end, perr := readHeader(b, 0, RuleHeaderInvalid)
-	if perr != nil {
-		return perr
-	}
-	for _, f := range fields {
-		var dst *[]byte
-		switch f.key {
-		case "dsn":
-			dst = &s.DSN
-		case "event_id":
-			dst = &s.EventID
-		case "sent_at":
-			dst = &s.SentAt
-		default:
-			continue
-		}
-		v, ok := stringField(f.raw)
-		if !ok {
-			return &ParseError{Offset: 0, Rule: RuleHeaderInvalid, Detail: f.key + " is not a string"}
-		}
-		*dst = v
-	}
-	if perr := requireNewline(b, end, "envelope header"); perr != nil {
-		return perr
-	}
-	off := end + 1
-	for off < len(b) {
-		ws := off
-		for ws < len(b) && (b[ws] == ' ' || b[ws] == '\t' || b[ws] == '\n' || b[ws] == '\r') {
-			ws++
-		}
-		if ws == len(b) {
-			return &ParseError{Offset: off, Rule: RuleTrailingData, Detail: "only whitespace where an item header was expected"}
-		}
-		fields, hend, perr := readHeader(b, off, RuleItemHeaderInvalid)
-		if perr != nil {
-			return perr
-		}
-		var it ItemSummary
-		length := -1
-		hasType := false
-		for _, f := range fields {
-			switch f.key {
-			case "type":
-				v, ok := stringField(f.raw)
-				if !ok || v == nil {
-					return &ParseError{Offset: ws, Rule: RuleTypeNotString}
-				}
-				it.Type = v
-				hasType = true
-			case "length":
-				if string(f.raw) == "null" {
-					continue
-				}
-				n, ok := u32Field(f.raw)
-				if !ok {
-					return &ParseError{Offset: ws, Rule: RuleBadLength, Detail: string(f.raw)}
-				}
-				length = n
-			case "item_count":
-				if string(f.raw) == "null" {
-					continue
-				}
-				n, ok := u32Field(f.raw)
-				if !ok {
-					return &ParseError{Offset: ws, Rule: RuleBadItemCount, Detail: string(f.raw)}
-				}
-				it.ItemCount = n
-			case "content_type":
-				v, ok := stringField(f.raw)
-				if !ok {
-					return &ParseError{Offset: ws, Rule: RuleItemHeaderInvalid, Detail: "content_type is not a string"}
-				}
-				it.ContentType = v
-			}
-		}
-		if !hasType {
-			return &ParseError{Offset: ws, Rule: RuleMissingType}
-		}
-		if string(it.Type) == "integration" {
-			return &ParseError{Offset: ws, Rule: RuleInternalType}
-		}
-		if perr := requireNewline(b, hend, "item header"); perr != nil {
-			return perr
-		}
-		ps := min(hend+1, len(b))
-		var pe int
-		if length >= 0 {
-			pe = ps + length
-			if pe > len(b) {
-				return &ParseError{Offset: len(b), Rule: RuleUnexpectedEOF, Detail: fmt.Sprintf("payload of %d bytes at offset %d", length, ps)}
-			}
-			if perr := requireNewline(b, pe, "payload"); perr != nil {
-				return perr
-			}
-		} else {
-			i := bytes.IndexByte(b[ps:], '\n')
-			if i < 0 {
-				pe = len(b)
-			} else {
-				pe = ps + i
-			}
-		}
-		it.PayloadStart, it.PayloadEnd = ps, pe
-		s.Items = append(s.Items, it)
-		off = pe + 1
-	}
-	return nil
-}
-
-// Marshal writes the envelope with "length" on every item and one trailing LF.
+// Marshal returns the envelope in Relay's framing; see AppendTo.
 func (e *Envelope) Marshal() []byte {
-	n := len(e.Header) + 2
+	n := len(e.Header) + 3
 	for i := range e.Items {
-		n += len(e.Items[i].Payload) + 64
+		it := &e.Items[i]
+		n += len(it.Payload) + len(it.Type) + len(it.ContentType) + 64 + 32*len(it.Extra)
 	}
 	return e.AppendTo(make([]byte, 0, n))
 }
 
-// AppendTo appends the marshalled envelope to dst.
+// AppendTo appends the envelope in Relay's framing to dst and returns the
+// extended slice:
+//
+//	<Header, or {} if nil>\n
+//	{"type":T,"length":N[,"content_type":C][,"item_count":K][,extra...]}\n
+//	<payload>\n
+//	...
+//
+// Every item gets an explicit "length", so payloads may hold any bytes,
+// LF included, and the output ends with exactly one LF. Header is written
+// as given except that surrounding JSON whitespace is trimmed and a header
+// spanning several lines is compacted onto one; it must be a JSON object,
+// which is the caller's responsibility (Parse(Marshal()) reports it if not).
+// Item.Header is ignored: the item header is rebuilt from Type, ContentType,
+// ItemCount (written if non-zero) and Extra (keys in sorted order; keys that
+// name the fields above are skipped, the typed fields win). AppendTo panics if
+// an Extra value cannot be encoded by encoding/json, as that is a bug in the
+// caller, like a bad format string.
 func (e *Envelope) AppendTo(dst []byte) []byte {
-	if e.Header == nil {
-		dst = append(dst, "{}"...)
-	} else {
-		dst = append(dst, e.Header...)
-	}
+	dst = appendHeader(dst, e.Header)
 	dst = append(dst, '\n')
 	for i := range e.Items {
 		it := &e.Items[i]
@@ -349,20 +255,8 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 			dst = append(dst, `,"item_count":`...)
 			dst = strconv.AppendInt(dst, int64(it.ItemCount), 10)
 		}
-		keys := make([]string, 0, len(it.Extra))
-		for k := range it.Extra {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			v, err := json.Marshal(it.Extra[k])
-			if err != nil {
-				v = []byte("null")
-			}
-			dst = append(dst, ',')
-			dst = appendJSONString(dst, k)
-			dst = append(dst, ':')
-			dst = append(dst, v...)
+		if len(it.Extra) > 0 {
+			dst = appendExtra(dst, it.Extra)
 		}
 		dst = append(dst, "}\n"...)
 		dst = append(dst, it.Payload...)
@@ -371,7 +265,87 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 	return dst
 }
 
+func appendHeader(dst, h []byte) []byte {
+	if h == nil {
+		return append(dst, "{}"...)
+	}
+	h = bytes.TrimFunc(h, func(r rune) bool { return r < utf8.RuneSelf && isSpace(byte(r)) })
+	if bytes.IndexByte(h, '\n') < 0 {
+		return append(dst, h...)
+	}
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, h); err != nil {
+		// Not JSON: write it as it is and let the reader report it.
+		return append(dst, h...)
+	}
+	return buf.Bytes()
+}
+
+// reservedItemKeys are the item-header keys AppendTo writes itself.
+var reservedItemKeys = [...]string{"type", "length", "content_type", "item_count"}
+
+func appendExtra(dst []byte, extra map[string]any) []byte {
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		if !slices.Contains(reservedItemKeys[:], k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v, err := json.Marshal(extra[k])
+		if err != nil {
+			panic(fmt.Sprintf("envelope: item header field %q: %v", k, err))
+		}
+		dst = append(dst, ',')
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = append(dst, v...)
+	}
+	return dst
+}
+
+// appendJSONString appends s as a JSON string. Unlike encoding/json it does
+// not escape <, > and &; like it, it replaces invalid UTF-8 with U+FFFD,
+// because Relay rejects headers that are not UTF-8.
 func appendJSONString(dst []byte, s string) []byte {
-	v, _ := json.Marshal(s)
-	return append(dst, v...)
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
