@@ -1,0 +1,41 @@
+# relayload — build, test and measure. `make help` lists the targets.
+GO      ?= go
+BIN     := bin
+PKGS    := ./...
+FUZZTIME ?= 5s
+
+.PHONY: help build test interop bench fuzz lint demo clean
+
+help:
+	@echo "make demo     the main job: a harness sweep (orchestrate without a Relay)"
+	@echo "make test     go test -race ./... (the test command CI runs)"
+	@echo "make interop  checks against Sentry's own code (pinned sentry-relay, sentry-sdk in a venv)"
+	@echo "make lint     gofmt and go vet"
+	@echo "make fuzz     a short smoke run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
+	@echo "make bench    Go benchmarks and side-by-side load benchmarks"
+	@echo "make build    binaries in $(BIN)/"
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/... ./internal/cmd/...
+
+test:
+	$(GO) test -race -timeout 15m $(PKGS)
+
+interop:
+	bash interop/run.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz-smoke.sh
+
+bench:
+	bash scripts/bench.sh
+
+demo: build
+	bash scripts/demo.sh
+
+clean:
+	rm -rf $(BIN)
