@@ -36,7 +36,8 @@ func MintToken(secret []byte, relayID string, pub PublicKey, now time.Time, r io
 	if r == nil {
 		r = rand.Reader
 	}
-	if _, err := uuid.Parse(relayID); err != nil {
+	id, err := uuid.Parse(relayID)
+	if err != nil {
 		return "", fmt.Errorf("%w: relay id %q is not a UUID", ErrMalformed, relayID)
 	}
 	if len(pub.pub) == 0 {
@@ -48,7 +49,7 @@ func MintToken(secret []byte, relayID string, pub PublicKey, now time.Time, r io
 	}
 	js, err := json.Marshal(TokenState{
 		Timestamp: now.Unix(),
-		RelayID:   relayID,
+		RelayID:   id.String(), // canonical lowercase hyphenated, as serde writes a Uuid
 		PublicKey: pub.String(),
 		Rand:      b64.EncodeToString(nonce),
 	})
@@ -70,7 +71,8 @@ func tokenMAC(secret []byte, state string) []byte {
 // (ErrBadSignature), then the state is decoded (ErrMalformed); with
 // maxAge > 0 a state whose timestamp + maxAge lies before now is ErrExpired.
 // Like relay-auth, future timestamps are not rejected: the MAC proves we
-// minted them.
+// minted them. A token without ':' is ErrMalformed (relay-auth reports that
+// case as a bad signature, since it checks an empty MAC).
 func ValidateToken(secret []byte, token string, maxAge time.Duration, now time.Time) (TokenState, error) {
 	state, macPart, ok := strings.Cut(token, ":")
 	if !ok {
@@ -91,7 +93,8 @@ func ValidateToken(secret []byte, token string, maxAge time.Duration, now time.T
 	if err != nil {
 		return TokenState{}, err
 	}
-	if maxAge > 0 && time.Unix(st.Timestamp, 0).Add(maxAge).Before(now) {
+	// Whole seconds, as relay-auth compares: timestamp + max_age < now.
+	if maxAge > 0 && st.Timestamp+int64(maxAge/time.Second) < now.Unix() {
 		return TokenState{}, fmt.Errorf("%w: token minted at %s is older than %s", ErrExpired, time.Unix(st.Timestamp, 0).UTC().Format(time.RFC3339), maxAge)
 	}
 	return st, nil
