@@ -1,0 +1,143 @@
+package pool
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/envelope"
+)
+
+// gen builds entries; one per worker goroutine (it owns scratch buffers).
+type gen struct {
+	o      *Options
+	agents *agentTable
+	w      jw     // payload scratch
+	hdr    jw     // envelope header scratch
+	encBuf []byte // compression scratch
+	now    float64
+	r      *rand.Rand
+	pcg    *rand.PCG
+}
+
+func newGen(o *Options, agents *agentTable) *gen {
+	pcg := rand.NewPCG(0, 0)
+	return &gen{o: o, agents: agents, now: float64(o.Now.UnixMilli()) / 1000, pcg: pcg, r: rand.New(pcg)}
+}
+
+// seed points g.r at the content stream of index i.
+func (g *gen) seed(i int) {
+	g.pcg.Seed(splitmix64(g.o.Seed^saltBody), splitmix64(uint64(i)^saltBody<<32))
+}
+
+// ctx is what every kind's builder needs to know about its entry.
+type ctx struct {
+	index   int
+	project int
+	agent   string
+	ip      string
+}
+
+func (g *gen) build(i int, s slot, e *Entry, enc *compression.Encoder) error {
+	// Shared fields of a check-in pair come from the pair's first index.
+	g.seed(s.base)
+	c := ctx{index: i}
+	c.project = g.zipf(len(g.o.Projects))
+	c.agent = g.agents.pick(g, s.base)
+	c.ip = publicIP(g.r)
+
+	var env envelope.Envelope
+	var items int
+	var eventID string
+	switch s.kind {
+	case Error:
+		eventID, items = g.errorEnvelope(&c, &env)
+	case Transaction:
+		eventID, items = g.transactionEnvelope(&c, &env)
+	case Session:
+		items = g.sessionEnvelope(&c, &env)
+	case CheckIn:
+		items = g.checkInEnvelope(&c, s, &env)
+	case Log:
+		items = g.logEnvelope(&c, &env)
+	}
+	raw := env.Marshal()
+	*e = Entry{
+		Kind: s.kind, Project: c.project, EventID: eventID, UserAgent: c.agent, ForwardedFor: c.ip,
+		RawSize: len(raw), Items: items, raw: raw, Body: raw,
+	}
+	if g.o.Encoding != compression.Identity {
+		out, err := enc.Encode(g.o.Encoding, raw, g.encBuf)
+		if err != nil {
+			return err
+		}
+		g.encBuf = out
+		e.Body = append([]byte(nil), out...)
+	}
+	return nil
+}
+
+// zipf draws a rank in [0, n) with exponent ZipfS: rank 0 is the most frequent.
+func (g *gen) zipf(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(rand.NewZipf(g.r, g.o.ZipfS, 1, uint64(n-1)).Uint64())
+}
+
+// header writes the envelope header: event_id (if any), sent_at, sdk, and
+// extra fields from fn.
+func (g *gen) header(eventID string, sdkName, sdkVersion string, fn func(w *jw)) []byte {
+	w := &g.hdr
+	w.b = w.b[:0]
+	w.comma = false
+	w.open()
+	if eventID != "" {
+		w.kstr("event_id", eventID)
+	}
+	w.kstr("sent_at", g.o.Now.Format("2006-01-02T15:04:05.000Z"))
+	w.obj("sdk")
+	w.kstr("name", sdkName)
+	w.kstr("version", sdkVersion)
+	w.close()
+	if fn != nil {
+		fn(w)
+	}
+	w.close()
+	return append([]byte(nil), w.b...)
+}
+
+// payload resets the payload writer.
+func (g *gen) payload() *jw {
+	g.w.b = g.w.b[:0]
+	g.w.comma = false
+	return &g.w
+}
+
+func (g *gen) take() []byte { return append([]byte(nil), g.w.b...) }
+
+// hexID returns n random lowercase hex chars (n ≤ 32).
+func (g *gen) hexID(n int) string {
+	var b [32]byte
+	x, y := g.r.Uint64(), g.r.Uint64()
+	for j := 0; j < n; j++ {
+		v := x
+		if j >= 16 {
+			v = y
+		}
+		b[j] = hexDigits[(v>>(4*(j%16)))&0xf]
+	}
+	return string(b[:n])
+}
+
+func (g *gen) uuid() string { return g.hexID(32) }
+
+// rfc3339 formats t (seconds since epoch) with milliseconds.
+func rfc3339(t float64) string {
+	return time.UnixMilli(int64(t * 1000)).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func (g *gen) pickS(list []string) string { return list[g.r.IntN(len(list))] }
+
+// between returns a uniform int in [lo, hi].
+func (g *gen) between(lo, hi int) int { return lo + g.r.IntN(hi-lo+1) }

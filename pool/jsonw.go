@@ -1,0 +1,143 @@
+package pool
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// jw appends compact JSON to a byte slice. It is a hand-written writer rather
+// than encoding/json because the pool builds hundreds of megabytes of JSON
+// per second; it writes keys in call order, so output is deterministic.
+type jw struct {
+	b     []byte
+	comma bool // a value was written at this level: the next one needs ','
+}
+
+func (w *jw) sep() {
+	if w.comma {
+		w.b = append(w.b, ',')
+	}
+}
+
+func (w *jw) open() { w.sep(); w.b = append(w.b, '{'); w.comma = false }
+func (w *jw) close() {
+	w.b = append(w.b, '}')
+	w.comma = true
+}
+func (w *jw) openArr() { w.sep(); w.b = append(w.b, '['); w.comma = false }
+func (w *jw) closeArr() {
+	w.b = append(w.b, ']')
+	w.comma = true
+}
+
+// key writes "k": (k must not need escaping).
+func (w *jw) key(k string) {
+	w.sep()
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+	w.comma = false
+}
+
+// obj starts an object under key k.
+func (w *jw) obj(k string) { w.key(k); w.open() }
+
+// arr starts an array under key k.
+func (w *jw) arr(k string) { w.key(k); w.openArr() }
+
+func (w *jw) str(s string) {
+	w.sep()
+	w.b = appendQuoted(w.b, s)
+	w.comma = true
+}
+
+func (w *jw) strBytes(s []byte) {
+	w.sep()
+	w.b = appendQuoted(w.b, string(s))
+	w.comma = true
+}
+
+func (w *jw) int(v int64) {
+	w.sep()
+	w.b = strconv.AppendInt(w.b, v, 10)
+	w.comma = true
+}
+
+func (w *jw) bool(v bool) {
+	w.sep()
+	w.b = strconv.AppendBool(w.b, v)
+	w.comma = true
+}
+
+func (w *jw) null() {
+	w.sep()
+	w.b = append(w.b, "null"...)
+	w.comma = true
+}
+
+// float writes v with prec decimals.
+func (w *jw) float(v float64, prec int) {
+	w.sep()
+	w.b = strconv.AppendFloat(w.b, v, 'f', prec, 64)
+	w.comma = true
+}
+
+// raw writes pre-encoded JSON.
+func (w *jw) raw(s string) {
+	w.sep()
+	w.b = append(w.b, s...)
+	w.comma = true
+}
+
+// Key-value shorthands.
+func (w *jw) kstr(k, v string)             { w.key(k); w.str(v) }
+func (w *jw) kint(k string, v int64)       { w.key(k); w.int(v) }
+func (w *jw) kbool(k string, v bool)       { w.key(k); w.bool(v) }
+func (w *jw) kfloat(k string, v float64, p int) { w.key(k); w.float(v, p) }
+
+const hexDigits = "0123456789abcdef"
+
+// appendQuoted appends s as a JSON string. Generated text is ASCII almost
+// everywhere, so the loop copies runs of safe bytes at once.
+func appendQuoted(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
