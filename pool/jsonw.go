@@ -90,9 +90,9 @@ func (w *jw) raw(s string) {
 }
 
 // Key-value shorthands.
-func (w *jw) kstr(k, v string)             { w.key(k); w.str(v) }
-func (w *jw) kint(k string, v int64)       { w.key(k); w.int(v) }
-func (w *jw) kbool(k string, v bool)       { w.key(k); w.bool(v) }
+func (w *jw) kstr(k, v string)                  { w.key(k); w.str(v) }
+func (w *jw) kint(k string, v int64)            { w.key(k); w.int(v) }
+func (w *jw) kbool(k string, v bool)            { w.key(k); w.bool(v) }
 func (w *jw) kfloat(k string, v float64, p int) { w.key(k); w.float(v, p) }
 
 const hexDigits = "0123456789abcdef"

@@ -35,9 +35,9 @@ const DefaultZipfS = 1.1
 type Options struct {
 	Seed     uint64             `json:"seed"`
 	Size     int                `json:"size"`
-	Mix      Mix                `json:"mix"`      // nil = DefaultMix
-	Projects []projects.Project `json:"-"`        // at least one
-	ZipfS    float64            `json:"zipf_s"`   // > 1; 0 = DefaultZipfS
+	Mix      Mix                `json:"mix"`    // nil = DefaultMix
+	Projects []projects.Project `json:"-"`      // at least one
+	ZipfS    float64            `json:"zipf_s"` // > 1; 0 = DefaultZipfS
 	// UserAgents is the number of distinct agents entries draw from (with
 	// Zipf, exponent ZipfS); 0 = DefaultUserAgents. Ignored when
 	// UniqueUserAgents is set: then every entry has an agent no other entry has.
@@ -79,10 +79,10 @@ type KindStats struct {
 
 // PoolStats describes the pool and the memory it holds.
 type PoolStats struct {
-	Entries      int                `json:"entries"`
-	Encoding     string             `json:"encoding"`
-	RawBytes     int64              `json:"raw_bytes"`     // sum of uncompressed envelopes
-	EncodedBytes int64              `json:"encoded_bytes"` // sum of bodies as sent
+	Entries      int    `json:"entries"`
+	Encoding     string `json:"encoding"`
+	RawBytes     int64  `json:"raw_bytes"`     // sum of uncompressed envelopes
+	EncodedBytes int64  `json:"encoded_bytes"` // sum of bodies as sent
 	// HeldBytes is what the pool keeps in memory for envelope bytes: raw plus
 	// encoded, or raw alone for identity (Body and Raw share storage).
 	HeldBytes int64              `json:"held_bytes"`
@@ -291,8 +291,8 @@ func (p *Pool) Stats() PoolStats {
 // ManifestEntry describes one dumped envelope.
 type ManifestEntry struct {
 	Index        int    `json:"index"`
-	File         string `json:"file"`           // raw envelope, relative to the dump dir
-	BodyFile     string `json:"body_file"`      // encoded body as sent (same as File for identity)
+	File         string `json:"file"`      // raw envelope, relative to the dump dir
+	BodyFile     string `json:"body_file"` // encoded body as sent (same as File for identity)
 	Kind         Kind   `json:"kind"`
 	ProjectID    int64  `json:"project_id"`
 	PublicKey    string `json:"public_key"`
