@@ -233,9 +233,12 @@ func (e *Envelope) Marshal() []byte {
 // as given except that surrounding JSON whitespace is trimmed and a header
 // spanning several lines is compacted onto one; it must be a JSON object,
 // which is the caller's responsibility (Parse(Marshal()) reports it if not).
-// Item.Header is ignored: the item header is rebuilt from Type, ContentType,
-// ItemCount (written if non-zero) and Extra (keys in sorted order; keys that
-// name the fields above are skipped, the typed fields win). AppendTo panics if
+// The item header is rebuilt from Type, ContentType, ItemCount (written if
+// non-zero), then the other top-level members of Item.Header, if set (as
+// after Parse, so that "filename" and the like survive a round trip; copied
+// raw, in their order), then Extra (sorted by key). Typed fields win over
+// Header and Extra members of the same name, and Extra wins over Header, so
+// no key is written twice. AppendTo panics if
 // an Extra value cannot be encoded by encoding/json, as that is a bug in the
 // caller, like a bad format string.
 func (e *Envelope) AppendTo(dst []byte) []byte {
@@ -254,6 +257,9 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 		if it.ItemCount != 0 {
 			dst = append(dst, `,"item_count":`...)
 			dst = strconv.AppendInt(dst, int64(it.ItemCount), 10)
+		}
+		if len(it.Header) > 0 {
+			dst = appendMembers(dst, it.Header, it.Extra)
 		}
 		if len(it.Extra) > 0 {
 			dst = appendExtra(dst, it.Extra)
@@ -283,6 +289,50 @@ func appendHeader(dst, h []byte) []byte {
 
 // reservedItemKeys are the item-header keys AppendTo writes itself.
 var reservedItemKeys = [...]string{"type", "length", "content_type", "item_count"}
+
+// appendMembers appends ",key:value" for each top-level member of the raw
+// item header hdr whose key is neither reserved nor in extra. Members are
+// copied as received. Should hdr not be a valid JSON object, copying stops at
+// the first fault, so the output stays valid JSON.
+func appendMembers(dst, hdr []byte, extra map[string]any) []byte {
+	i := skipSpace(hdr, 0)
+	if i >= len(hdr) || hdr[i] != '{' {
+		return dst
+	}
+	i = skipSpace(hdr, i+1)
+	for i < len(hdr) && hdr[i] == '"' {
+		keyEnd, esc, err := scanString(hdr, i)
+		if err != nil {
+			return dst
+		}
+		key := hdr[i+1 : keyEnd-1]
+		if esc {
+			key = unquote(key)
+		}
+		j := skipSpace(hdr, keyEnd)
+		if j >= len(hdr) || hdr[j] != ':' {
+			return dst
+		}
+		valStart := skipSpace(hdr, j+1)
+		valEnd, verr := scanValue(hdr, valStart, 1)
+		if verr != nil {
+			return dst
+		}
+		_, inExtra := extra[string(key)]
+		if !inExtra && !slices.Contains(reservedItemKeys[:], string(key)) {
+			dst = append(dst, ',')
+			dst = append(dst, hdr[i:keyEnd]...)
+			dst = append(dst, ':')
+			dst = append(dst, hdr[valStart:valEnd]...)
+		}
+		i = skipSpace(hdr, valEnd)
+		if i >= len(hdr) || hdr[i] != ',' {
+			return dst
+		}
+		i = skipSpace(hdr, i+1)
+	}
+	return dst
+}
 
 func appendExtra(dst []byte, extra map[string]any) []byte {
 	keys := make([]string, 0, len(extra))
