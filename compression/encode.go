@@ -1,0 +1,168 @@
+package compression
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Compression levels. Each matches what produces the traffic being modelled:
+//
+//   - zstd: SpeedFastest, klauspost's equivalent of zstd level 1, the level
+//     Relay uses for forwarded envelopes (relay-protocol §7.1).
+//   - gzip and zlib: the libraries' default level (flate level 5 in
+//     klauspost/compress), close to what SDKs produce with zlib's default.
+//   - brotli: quality 4, what sentry-python uses for br.
+const (
+	ZstdLevel   = zstd.SpeedFastest
+	GzipLevel   = gzip.DefaultCompression
+	ZlibLevel   = zlib.DefaultCompression
+	BrotliLevel = 4
+)
+
+// Encoder compresses bodies. It is safe for concurrent use, and its output
+// for a given input and Encoding is always the same (no timestamps, names or
+// goroutine-dependent framing).
+type Encoder struct {
+	zstd *zstd.Encoder
+	gzip sync.Pool // *gzipWriter
+	zlib sync.Pool // *zlibWriter
+	br   sync.Pool // *brotliWriter
+}
+
+// appendWriter is an io.Writer appending to a slice the caller owns.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+type gzipWriter struct {
+	out appendWriter
+	w   *gzip.Writer
+}
+
+type zlibWriter struct {
+	out appendWriter
+	w   *zlib.Writer
+}
+
+type brotliWriter struct {
+	out appendWriter
+	w   *brotli.Writer
+}
+
+// NewEncoder returns an Encoder using the levels above.
+func NewEncoder() *Encoder {
+	// EncodeAll takes one of the encoder's WithEncoderConcurrency internal
+	// encoders per call; allow one per CPU so concurrent callers do not queue.
+	// Concurrency does not change EncodeAll's output, which is one frame made
+	// by one internal encoder.
+	ze, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(ZstdLevel),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+		zstd.WithZeroFrames(true), // empty input still yields a valid frame
+	)
+	if err != nil {
+		panic("compression: zstd.NewWriter: " + err.Error())
+	}
+	e := &Encoder{zstd: ze}
+	e.gzip.New = func() any {
+		g := new(gzipWriter)
+		w, err := gzip.NewWriterLevel(&g.out, GzipLevel)
+		if err != nil {
+			panic("compression: gzip.NewWriterLevel: " + err.Error())
+		}
+		g.w = w
+		return g
+	}
+	e.zlib.New = func() any {
+		z := new(zlibWriter)
+		w, err := zlib.NewWriterLevel(&z.out, ZlibLevel)
+		if err != nil {
+			panic("compression: zlib.NewWriterLevel: " + err.Error())
+		}
+		z.w = w
+		return z
+	}
+	e.br.New = func() any {
+		b := new(brotliWriter)
+		b.w = brotli.NewWriterLevel(&b.out, BrotliLevel)
+		return b
+	}
+	return e
+}
+
+// Encode compresses src with enc, appending the result to dst[:0]. The only
+// error is an unknown Encoding (wrapping ErrUnknownEncoding).
+func (e *Encoder) Encode(enc Encoding, src, dst []byte) ([]byte, error) {
+	dst = dst[:0]
+	switch enc {
+	case Identity:
+		return append(dst, src...), nil
+	case Zstd:
+		return e.zstd.EncodeAll(src, dst), nil
+	case Gzip:
+		g := e.gzip.Get().(*gzipWriter)
+		defer e.gzip.Put(g)
+		g.out.b = dst
+		g.w.Reset(&g.out)
+		return g.finish(g.w.Write(src))
+	case Deflate:
+		z := e.zlib.Get().(*zlibWriter)
+		defer e.zlib.Put(z)
+		z.out.b = dst
+		z.w.Reset(&z.out)
+		return z.finish(z.w.Write(src))
+	case Brotli:
+		b := e.br.Get().(*brotliWriter)
+		defer e.br.Put(b)
+		b.out.b = dst
+		b.w.Reset(&b.out)
+		return b.finish(b.w.Write(src))
+	}
+	return dst, fmt.Errorf("%w: %q", ErrUnknownEncoding, string(enc))
+}
+
+// finish closes the stream and hands back the output, dropping the writer's
+// reference to it. Writes to an appendWriter cannot fail, so errors here are
+// bugs in the codec; they are returned rather than hidden.
+func (g *gzipWriter) finish(_ int, err error) ([]byte, error) {
+	if cerr := g.w.Close(); err == nil {
+		err = cerr
+	}
+	out := g.out.b
+	g.out.b = nil
+	return out, wrapEncode(Gzip, err)
+}
+
+func (z *zlibWriter) finish(_ int, err error) ([]byte, error) {
+	if cerr := z.w.Close(); err == nil {
+		err = cerr
+	}
+	out := z.out.b
+	z.out.b = nil
+	return out, wrapEncode(Deflate, err)
+}
+
+func (b *brotliWriter) finish(_ int, err error) ([]byte, error) {
+	if cerr := b.w.Close(); err == nil {
+		err = cerr
+	}
+	out := b.out.b
+	b.out.b = nil
+	return out, wrapEncode(Brotli, err)
+}
+
+func wrapEncode(enc Encoding, err error) error {
+	if err != nil {
+		return fmt.Errorf("compression: encode %s: %w", enc, err)
+	}
+	return nil
+}
