@@ -1,0 +1,255 @@
+// Package relayproc starts, watches, samples and stops the process under
+// test (Relay or a stand-in) for orchestrate.
+//
+// The child runs in its own process group so that a terminal's Ctrl-C
+// reaches only orchestrate, which then stops the child deliberately, and so
+// that Stop can signal everything the child spawned. Output goes to a log
+// file whose tail is shown when something goes wrong.
+package relayproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Spec says how to start the process.
+type Spec struct {
+	// Bin is the executable; Args follow it.
+	Bin  string
+	Args []string
+	// CPUs, when set, runs the process under `taskset -c CPUs`; taskset execs
+	// Bin, so the PID is Bin's and every thread it creates inherits the mask.
+	CPUs string
+	// LogPath receives the process's stdout and stderr.
+	LogPath string
+	// Env is added to the environment inherited from orchestrate.
+	Env []string
+}
+
+// Process is a started child.
+type Process struct {
+	cmd     *exec.Cmd
+	log     *os.File
+	logPath string
+	started time.Time
+	done    chan struct{} // closed when the process has been reaped
+
+	mu      sync.Mutex
+	waitErr error
+	state   *os.ProcessState
+}
+
+// Start starts the process described by spec.
+func Start(spec Spec) (*Process, error) {
+	if spec.Bin == "" {
+		return nil, errors.New("relayproc: no binary given")
+	}
+	bin, args := spec.Bin, spec.Args
+	if spec.CPUs != "" {
+		ts, err := exec.LookPath("taskset")
+		if err != nil {
+			return nil, fmt.Errorf("relayproc: pinning to CPUs %s needs taskset (util-linux): %w", spec.CPUs, err)
+		}
+		args = append([]string{"-c", spec.CPUs, bin}, args...)
+		bin = ts
+	}
+	logf, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("relayproc: log file: %w", err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+		// If orchestrate dies without cleaning up (SIGKILL), the kernel
+		// kills the child too, so no orphan keeps running.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("relayproc: starting %s: %w", spec.Bin, err)
+	}
+	p := &Process{cmd: cmd, log: logf, logPath: spec.LogPath, started: time.Now(), done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr, p.state = err, cmd.ProcessState
+		p.mu.Unlock()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// PID is the child's process id (also its process group id).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process has exited, and how.
+func (p *Process) Exited() (bool, string) {
+	select {
+	case <-p.done:
+		return true, p.exitDescription()
+	default:
+		return false, ""
+	}
+}
+
+func (p *Process) exitDescription() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return describeState(p.state, p.waitErr)
+}
+
+func describeState(st *os.ProcessState, err error) string {
+	if st == nil {
+		if err != nil {
+			return err.Error()
+		}
+		return "unknown exit"
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exited with status %d", st.ExitCode())
+}
+
+// ErrExited is returned (wrapped) when the process ended while it was
+// expected to run.
+var ErrExited = errors.New("process exited")
+
+// WaitReady polls url every interval until it answers 200, the process
+// exits, timeout passes or ctx ends. It returns how long readiness took.
+func (p *Process) WaitReady(ctx context.Context, url string, interval, timeout time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: interval * 4}
+	if client.Timeout < 200*time.Millisecond {
+		client.Timeout = 200 * time.Millisecond
+	}
+	defer client.CloseIdleConnections()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	last := "no answer yet"
+	for {
+		if ok, how := p.Exited(); ok {
+			return 0, fmt.Errorf("%w before becoming ready: %s", ErrExited, how)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(p.started), nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
+		} else if ctx.Err() == nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			if ok, how := p.Exited(); ok {
+				return 0, fmt.Errorf("%w before becoming ready: %s", ErrExited, how)
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return 0, fmt.Errorf("not ready after %s (last answer: %s)", timeout, last)
+			}
+			return 0, ctx.Err()
+		case <-p.done:
+		case <-tick.C:
+		}
+	}
+}
+
+// StopResult describes how the process ended.
+type StopResult struct {
+	// Took is the time from SIGTERM to exit (0 if it had already exited).
+	Took time.Duration
+	// Killed is true when SIGKILL was needed.
+	Killed bool
+	// AlreadyExited is true when the process was gone before Stop.
+	AlreadyExited bool
+	// Exit describes the exit ("exited with status 0", "killed by signal …").
+	Exit string
+	// MaxRSS is getrusage's peak resident set size, in bytes. Linux carries
+	// the high-water mark of the pre-exec memory over exec, and Go starts
+	// children with vfork semantics (sharing orchestrate's memory until exec),
+	// so MaxRSS is max(child's VmHWM, orchestrate's RSS at start): a check on
+	// VmHWM that is exact only when the child outgrows orchestrate.
+	MaxRSS uint64
+	// UserTime and SystemTime are the process's exact CPU totals.
+	UserTime, SystemTime time.Duration
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace, then sends
+// SIGKILL and waits for the exit. It always reaps the process.
+func (p *Process) Stop(grace time.Duration) StopResult {
+	var res StopResult
+	select {
+	case <-p.done:
+		res.AlreadyExited = true
+	default:
+		start := time.Now()
+		_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-p.done:
+			t.Stop()
+		case <-t.C:
+			res.Killed = true
+			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+			<-p.done
+		}
+		res.Took = time.Since(start)
+	}
+	// The group may still hold grandchildren if the leader exited first.
+	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	p.mu.Lock()
+	st, err := p.state, p.waitErr
+	p.mu.Unlock()
+	res.Exit = describeState(st, err)
+	if st != nil {
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			res.MaxRSS = uint64(ru.Maxrss) * 1024 // Linux reports KiB
+		}
+		res.UserTime, res.SystemTime = st.UserTime(), st.SystemTime()
+	}
+	return res
+}
+
+// LogTail returns the last n lines of the process's log.
+func (p *Process) LogTail(n int) string { return LogTail(p.logPath, n) }
+
+// LogTail returns the last n lines of the file at path (at most 64 KiB are read).
+func LogTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > max {
+		_, _ = f.Seek(st.Size()-max, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

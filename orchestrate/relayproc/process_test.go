@@ -1,0 +1,255 @@
+package relayproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	fakeBin   string
+	buildErr  error
+	buildDir  string
+)
+
+// fakeRelay builds testdata/fakerelay once per test binary.
+func fakeRelay(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "fakerelay-")
+		if buildErr != nil {
+			return
+		}
+		fakeBin = filepath.Join(buildDir, "fakerelay")
+		out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakerelay").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building fakerelay: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return fakeBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startFake starts fakerelay in mode and returns it with its ready URL.
+func startFake(t *testing.T, mode, cpus string) (*Process, string) {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := fmt.Sprintf("relay:\n  host: 127.0.0.1\n  port: %d\n", port)
+	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(Spec{
+		Bin: fakeRelay(t), Args: []string{"-c", dir, "run"}, CPUs: cpus,
+		LogPath: filepath.Join(dir, "relay.log"), Env: []string{"FAKERELAY_MODE=" + mode},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(100 * time.Millisecond) })
+	return p, fmt.Sprintf("http://127.0.0.1:%d/api/relay/healthcheck/ready/", port)
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestReadyThenGracefulStop(t *testing.T) {
+	p, url := startFake(t, "ready", "")
+	took, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 10*time.Second)
+	if err != nil {
+		t.Fatalf("WaitReady: %v\nlog:\n%s", err, p.LogTail(10))
+	}
+	if took <= 0 {
+		t.Errorf("readiness took %v", took)
+	}
+	res := p.Stop(5 * time.Second)
+	if res.Killed || res.AlreadyExited {
+		t.Errorf("stop = %+v, want a graceful exit", res)
+	}
+	if res.Exit != "exited with status 0" {
+		t.Errorf("exit = %q", res.Exit)
+	}
+	if res.MaxRSS == 0 {
+		t.Error("rusage MaxRSS is 0")
+	}
+	if !strings.Contains(p.LogTail(5), "shutting down") {
+		t.Errorf("log tail misses the shutdown line:\n%s", p.LogTail(5))
+	}
+	if alive(p.PID()) {
+		t.Error("process still alive after Stop")
+	}
+}
+
+func TestExitBeforeReadyShowsReason(t *testing.T) {
+	p, url := startFake(t, "exit", "")
+	_, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 10*time.Second)
+	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "status 3") {
+		t.Fatalf("err = %v, want ErrExited with status 3", err)
+	}
+	if tail := p.LogTail(5); !strings.Contains(tail, "bad on purpose") {
+		t.Errorf("log tail = %q", tail)
+	}
+}
+
+func TestNeverReadyTimesOut(t *testing.T) {
+	p, url := startFake(t, "never-ready", "")
+	start := time.Now()
+	_, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 700*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "not ready after") || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timeout took %v", d)
+	}
+}
+
+func TestIgnoredTermIsKilled(t *testing.T) {
+	p, url := startFake(t, "ignore-term", "")
+	if _, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	res := p.Stop(300 * time.Millisecond)
+	if !res.Killed || !strings.Contains(res.Exit, "killed") {
+		t.Fatalf("stop = %+v, want SIGKILL", res)
+	}
+	if res.Took < 300*time.Millisecond || res.Took > 2*time.Second {
+		t.Errorf("stop took %v", res.Took)
+	}
+}
+
+func TestCrashIsNoticed(t *testing.T) {
+	p, url := startFake(t, "crash=300ms", "")
+	if _, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("crash not noticed")
+	}
+	ok, how := p.Exited()
+	if !ok || how != "exited with status 4" {
+		t.Errorf("Exited = %v %q", ok, how)
+	}
+	if res := p.Stop(time.Second); !res.AlreadyExited {
+		t.Errorf("stop = %+v", res)
+	}
+}
+
+func TestWaitReadyHonoursContext(t *testing.T) {
+	p, url := startFake(t, "never-ready", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := p.WaitReady(ctx, url, 50*time.Millisecond, 10*time.Second)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPinnedAndSampled(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset")
+	}
+	p, url := startFake(t, "burn", "0")
+	if _, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "Cpus_allowed_list:\t0\n") {
+		t.Errorf("not pinned to CPU 0:\n%s", b)
+	}
+	s, err := NewSampler(p.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s.Run(ctx, 100*time.Millisecond)
+	smp, err := s.Samples()
+	if err != nil || len(smp) < 8 {
+		t.Fatalf("%d samples, err %v", len(smp), err)
+	}
+	// One busy goroutine on a pinned core: close to one core, never above it.
+	if c := Cores(smp[0], smp[len(smp)-1]); c < 0.3 || c > 1.1 {
+		t.Errorf("cores = %.2f, want about 1 (pinned busy loop)", c)
+	}
+	hwm, err := s.PeakRSS()
+	if err != nil || hwm < smp[len(smp)-1].RSS {
+		t.Errorf("VmHWM %d < RSS %d (err %v)", hwm, smp[len(smp)-1].RSS, err)
+	}
+	res := p.Stop(2 * time.Second)
+	// getrusage's peak can only be higher than the last VmHWM (it also
+	// covers the pre-exec image, see StopResult.MaxRSS).
+	if int64(res.MaxRSS) < int64(hwm)-64<<10 {
+		t.Errorf("rusage MaxRSS %d vs VmHWM %d", res.MaxRSS, hwm)
+	}
+	if _, err := s.Read(); err == nil {
+		t.Error("Read after exit succeeded")
+	}
+}
+
+func TestLoadAvg(t *testing.T) {
+	if v := LoadAvg1(); v < 0 {
+		t.Errorf("LoadAvg1 = %v", v)
+	}
+}
+
+// BenchmarkSamplerRead measures one 10 Hz sample (stat + parse); at 10 Hz
+// the cost in cores is 10 × ns/op × 1e-9.
+func BenchmarkSamplerRead(b *testing.B) {
+	s, err := NewSampler(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Read(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(10*float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e9*100, "%core@10Hz")
+}
+
+func BenchmarkPeakRSS(b *testing.B) {
+	s, err := NewSampler(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := s.PeakRSS(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
