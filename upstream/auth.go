@@ -1,0 +1,248 @@
+package upstream
+
+import (
+	"encoding/base64"
+	"io"
+	"net/http"
+
+	"github.com/relayload/relayload/relayauth"
+)
+
+var (
+	b64    = base64.RawURLEncoding
+	errEOF = io.EOF
+)
+
+// maxPublicKeyLen is Sentry's limit on public_key in a challenge.
+const maxPublicKeyLen = 64
+
+type challengeRequest struct {
+	RelayID   string `json:"relay_id"`
+	PublicKey string `json:"public_key"`
+	Version   string `json:"version"`
+}
+
+type responseRequest struct {
+	RelayID string `json:"relay_id"`
+	Token   string `json:"token"`
+	Version string `json:"version"`
+}
+
+// registrationBody reads a registration request and checks the relay id
+// header against the body's relay_id.
+func (s *Server) registrationBody(w http.ResponseWriter, req *http.Request, c *counters, v any, bodyRelayID func() string) ([]byte, func(), bool) {
+	if req.Method != http.MethodPost {
+		s.regFail(w, c, methodNotAllowed(req))
+		return nil, nil, false
+	}
+	body, release, e := s.readDecoded(req, c)
+	if e != nil {
+		s.regFail(w, c, e)
+		return nil, nil, false
+	}
+	if e := decodeJSON(body, v, "registration request"); e != nil {
+		release()
+		s.regFail(w, c, e)
+		return nil, nil, false
+	}
+	hdr := req.Header.Get("X-Sentry-Relay-Id")
+	if hdr == "" {
+		release()
+		s.regFail(w, c, newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header"))
+		return nil, nil, false
+	}
+	if hdr != bodyRelayID() {
+		release()
+		s.regFail(w, c, newError(http.StatusBadRequest, "relay_id_mismatch", "X-Sentry-Relay-Id does not match relay_id in the body"))
+		return nil, nil, false
+	}
+	return body, release, true
+}
+
+// regFail answers a failed registration step and counts it both as an error
+// and as a registration failure.
+func (s *Server) regFail(w http.ResponseWriter, c *counters, e *httpError) {
+	c.regFail.add(e.reason, 1)
+	s.writeError(w, c, e)
+}
+
+func relayStop(detail string) *httpError {
+	e := newError(http.StatusForbidden, "relay_denied", detail)
+	e.body.Relay = "stop"
+	return e
+}
+
+// handleChallenge is registration step 1 (relay-protocol.md §3.1).
+func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *counters) {
+	c.challenges.Add(1)
+	var cr challengeRequest
+	body, release, ok := s.registrationBody(w, req, c, &cr, func() string { return cr.RelayID })
+	if !ok {
+		return
+	}
+	defer release()
+	if s.cfg.DenyRelays {
+		s.regFail(w, c, relayStop("relay registration denied (--deny-relays)"))
+		return
+	}
+	if cr.Version == "" {
+		s.regFail(w, c, newError(http.StatusBadRequest, "missing_version", "missing relay version"))
+		return
+	}
+	if len(cr.PublicKey) > maxPublicKeyLen {
+		s.regFail(w, c, newError(http.StatusBadRequest, "bad_public_key", "public_key too long"))
+		return
+	}
+	pub, err := relayauth.ParsePublicKey(cr.PublicKey)
+	if err != nil {
+		s.regFail(w, c, newError(http.StatusBadRequest, "bad_public_key", "invalid public_key", err.Error()))
+		return
+	}
+	known := s.lookupRelay(cr.RelayID)
+	if known != nil && known.known && !known.pub.Equal(pub) {
+		s.regFail(w, c, newError(http.StatusForbidden, "public_key_mismatch", "relay id is known with a different public key"))
+		return
+	}
+	if s.cfg.AllowList && (known == nil || !known.known) {
+		s.regFail(w, c, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register", "relay id "+cr.RelayID+" is not in the allow-list"))
+		return
+	}
+	if s.cfg.VerifySignatures {
+		sig := req.Header.Get("X-Sentry-Relay-Signature")
+		if sig == "" {
+			s.regFail(w, c, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header"))
+			return
+		}
+		if err := pub.Verify(body, sig, s.cfg.RegistrationMaxAge, s.now()); err != nil {
+			s.regFail(w, c, signatureError(err))
+			return
+		}
+		c.sigVerified.Add(1)
+	} else {
+		c.sigNotChecked.Add(1)
+	}
+	token, err := relayauth.MintToken(s.secret, cr.RelayID, pub, s.now(), nil)
+	if err != nil {
+		s.regFail(w, c, newError(http.StatusBadRequest, "bad_relay_id", "cannot mint a token", err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"relay_id": cr.RelayID, "token": token})
+}
+
+// handleResponse is registration step 2 (relay-protocol.md §3.2).
+func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *counters) {
+	c.responses.Add(1)
+	var rr responseRequest
+	body, release, ok := s.registrationBody(w, req, c, &rr, func() string { return rr.RelayID })
+	if !ok {
+		return
+	}
+	defer release()
+	if s.cfg.DenyRelays {
+		s.regFail(w, c, relayStop("relay registration denied (--deny-relays)"))
+		return
+	}
+	st, err := relayauth.ValidateToken(s.secret, rr.Token, s.cfg.RegistrationMaxAge, s.now())
+	if err != nil {
+		reason := "bad_token"
+		if errorsIsExpired(err) {
+			reason = "expired_token"
+		}
+		s.regFail(w, c, newError(http.StatusBadRequest, reason, "invalid registration token", err.Error()))
+		return
+	}
+	if st.RelayID != rr.RelayID {
+		s.regFail(w, c, newError(http.StatusBadRequest, "relay_id_mismatch", "token was issued to another relay"))
+		return
+	}
+	pub, err := relayauth.ParsePublicKey(st.PublicKey)
+	if err != nil {
+		s.regFail(w, c, newError(http.StatusBadRequest, "bad_token", "token carries an invalid public key", err.Error()))
+		return
+	}
+	if s.cfg.VerifySignatures {
+		sig := req.Header.Get("X-Sentry-Relay-Signature")
+		if sig == "" {
+			s.regFail(w, c, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header"))
+			return
+		}
+		if err := pub.Verify(body, sig, s.cfg.RegistrationMaxAge, s.now()); err != nil {
+			s.regFail(w, c, signatureError(err))
+			return
+		}
+		c.sigVerified.Add(1)
+	} else {
+		c.sigNotChecked.Add(1)
+	}
+	known := s.lookupRelay(rr.RelayID)
+	if known != nil && known.known && !known.pub.Equal(pub) {
+		s.regFail(w, c, newError(http.StatusForbidden, "public_key_mismatch", "relay id is known with a different public key"))
+		return
+	}
+	if s.cfg.AllowList && (known == nil || !known.known) {
+		s.regFail(w, c, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register"))
+		return
+	}
+	if known == nil || !known.registered || !known.pub.Equal(pub) {
+		s.relays.Store(rr.RelayID, &relay{id: rr.RelayID, pub: pub, registered: true, known: known != nil && known.known})
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"relay_id": rr.RelayID})
+}
+
+// signedQuery reads a signed JSON query body and authenticates the relay.
+func (s *Server) signedQuery(w http.ResponseWriter, req *http.Request, c *counters) ([]byte, func(), *relay, bool) {
+	if req.Method != http.MethodPost {
+		s.writeError(w, c, methodNotAllowed(req))
+		return nil, nil, nil, false
+	}
+	body, release, e := s.readDecoded(req, c)
+	if e != nil {
+		s.writeError(w, c, e)
+		return nil, nil, nil, false
+	}
+	rl, e := s.authRelay(req, c, body, false)
+	if e != nil {
+		release()
+		s.writeError(w, c, e)
+		return nil, nil, nil, false
+	}
+	return body, release, rl, true
+}
+
+type publicKeyInfo struct {
+	PublicKey string `json:"publicKey"`
+	Internal  bool   `json:"internal"`
+}
+
+// handlePublicKeys answers a downstream relay's key lookup (relay-protocol.md §5).
+func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *counters) {
+	body, release, _, ok := s.signedQuery(w, req, c)
+	if !ok {
+		return
+	}
+	defer release()
+	var q struct {
+		RelayIDs []string `json:"relay_ids"`
+	}
+	if e := decodeJSON(body, &q, "publickeys request"); e != nil {
+		s.writeError(w, c, e)
+		return
+	}
+	if len(q.RelayIDs) > MaxKeysPerRequest {
+		s.writeError(w, c, newError(http.StatusBadRequest, "too_many_keys", "too many relay ids"))
+		return
+	}
+	relays := map[string]*publicKeyInfo{}
+	keys := map[string]*string{}
+	for _, id := range q.RelayIDs {
+		rl := s.lookupRelay(id)
+		if rl == nil || !(rl.registered || rl.known) {
+			relays[id], keys[id] = nil, nil
+			continue
+		}
+		k := rl.pub.String()
+		relays[id] = &publicKeyInfo{PublicKey: k, Internal: true}
+		keys[id] = &k
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"relays": relays, "public_keys": keys})
+}

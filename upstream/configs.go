@@ -1,0 +1,244 @@
+package upstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/relayload/relayload/relayauth"
+)
+
+func errorsIsExpired(err error) bool { return errors.Is(err, relayauth.ErrExpired) }
+
+// DefaultFeatures are the project features a load test needs: logs are
+// dropped silently by a managed Relay without ourlogs-ingestion
+// (envelopes.md §1.6), standalone spans without standalone-span-ingestion.
+var DefaultFeatures = []string{
+	"organizations:ourlogs-ingestion",
+	"organizations:standalone-span-ingestion",
+}
+
+// DataScrubbing is config.datascrubbingSettings (envelopes.md §3.1): Sentry's
+// project defaults, so Relay applies its default scrubbing rules.
+type DataScrubbing struct {
+	ScrubData        bool     `json:"scrubData"`
+	ScrubDefaults    bool     `json:"scrubDefaults"`
+	ScrubIPAddresses bool     `json:"scrubIpAddresses"`
+	SensitiveFields  []string `json:"sensitiveFields"`
+	ExcludeFields    []string `json:"excludeFields"`
+}
+
+// ProjectConfig is the "config" object of a ProjectState, limited to what
+// the fake sets.
+type ProjectConfig struct {
+	AllowedDomains        []string          `json:"allowedDomains"`
+	TrustedRelays         []string          `json:"trustedRelays"`
+	DatascrubbingSettings DataScrubbing     `json:"datascrubbingSettings"`
+	Features              []string          `json:"features"`
+	FilterSettings        map[string]any    `json:"filterSettings,omitempty"`
+	Quotas                []json.RawMessage `json:"quotas,omitempty"`
+}
+
+// PublicKeyConfig is one entry of ProjectState.publicKeys.
+type PublicKeyConfig struct {
+	PublicKey string `json:"publicKey"`
+	NumericID int64  `json:"numericId"`
+}
+
+// ProjectState is what the fake answers for one key (relay-protocol.md §4.4).
+type ProjectState struct {
+	Disabled       bool              `json:"disabled"`
+	ProjectID      int64             `json:"projectId"`
+	OrganizationID int64             `json:"organizationId"`
+	Slug           string            `json:"slug"`
+	PublicKeys     []PublicKeyConfig `json:"publicKeys"`
+	Rev            string            `json:"rev"`
+	LastChange     string            `json:"lastChange"`
+	Config         ProjectConfig     `json:"config"`
+}
+
+// InboundFilterSettings are the filters --inbound-filters turns on.
+func InboundFilterSettings() map[string]any {
+	return map[string]any{
+		"webCrawlers":       map[string]any{"isEnabled": true},
+		"legacyBrowsers":    map[string]any{"isEnabled": true, "options": []string{"default"}},
+		"localhost":         map[string]any{"isEnabled": true},
+		"browserExtensions": map[string]any{"isEnabled": true},
+	}
+}
+
+// projectConfig is the config shared by every project.
+func (s *Server) projectConfig() ProjectConfig {
+	features := DefaultFeatures
+	if s.cfg.Features != nil {
+		features = s.cfg.Features
+	}
+	pc := ProjectConfig{
+		AllowedDomains: []string{"*"},
+		TrustedRelays:  []string{},
+		DatascrubbingSettings: DataScrubbing{
+			ScrubData: true, ScrubDefaults: true, ScrubIPAddresses: false,
+			SensitiveFields: []string{}, ExcludeFields: []string{},
+		},
+		Features: append([]string(nil), features...),
+		Quotas:   s.cfg.Quotas,
+	}
+	if s.cfg.InboundFilters {
+		pc.FilterSettings = InboundFilterSettings()
+	}
+	return pc
+}
+
+// ProjectState returns the state served for project index i.
+func (s *Server) ProjectState(i int) ProjectState {
+	p := s.cfg.Projects[i]
+	return ProjectState{
+		ProjectID:      p.ID,
+		OrganizationID: p.OrgID,
+		Slug:           p.Slug,
+		PublicKeys:     []PublicKeyConfig{{PublicKey: p.PublicKey, NumericID: p.KeyID}},
+		Rev:            fmt.Sprintf("%s-%d", s.configRev, p.ID),
+		LastChange:     s.started.UTC().Format(time.RFC3339),
+		Config:         s.projectConfig(),
+	}
+}
+
+// GlobalConfig is what the fake answers for "global": true, modelled on
+// Relay's mini_sentry (relay-protocol.md §4.5).
+func GlobalConfig() map[string]any {
+	type m = map[string]any
+	ms := func(name, unit string) m { return m{"name": name, "unit": unit} }
+	return m{
+		"measurements": m{
+			"builtinMeasurements": []m{
+				ms("app_start_cold", "millisecond"), ms("app_start_warm", "millisecond"),
+				ms("cls", "none"), ms("fcp", "millisecond"), ms("fid", "millisecond"),
+				ms("fp", "millisecond"), ms("frames_frozen", "none"), ms("frames_frozen_rate", "ratio"),
+				ms("frames_slow", "none"), ms("frames_slow_rate", "ratio"), ms("frames_total", "none"),
+				ms("inp", "millisecond"), ms("lcp", "millisecond"), ms("stall_count", "none"),
+				ms("stall_longest_time", "millisecond"), ms("stall_percentage", "ratio"),
+				ms("stall_total_time", "millisecond"), ms("ttfb", "millisecond"),
+				ms("ttfb.requesttime", "millisecond"), ms("time_to_full_display", "millisecond"),
+				ms("time_to_initial_display", "millisecond"),
+			},
+			"maxCustomMeasurements": 10,
+		},
+		"filters": m{"version": 1, "filters": []m{}},
+		"options": m{
+			"relay.span-usage-metric":             true,
+			"relay.session.processing.rollout":    1.0,
+			"relay.endpoint-fetch-config.enabled": true,
+		},
+	}
+}
+
+func (s *Server) buildConfigs() error {
+	pc, err := json.Marshal(s.projectConfig())
+	if err != nil {
+		return fmt.Errorf("upstream: project config: %w", err)
+	}
+	sum := sha256.Sum256(pc)
+	s.configRev = hex.EncodeToString(sum[:8])
+	s.globalJSON, err = json.Marshal(GlobalConfig())
+	if err != nil {
+		return fmt.Errorf("upstream: global config: %w", err)
+	}
+	return nil
+}
+
+type configsRequest struct {
+	PublicKeys []string  `json:"publicKeys"`
+	Revisions  []*string `json:"revisions"`
+	FullConfig bool      `json:"fullConfig"`
+	NoCache    bool      `json:"noCache"`
+	Global     bool      `json:"global"`
+}
+
+type configsResponse struct {
+	Configs      map[string]ProjectState `json:"configs"`
+	Pending      []string                `json:"pending"`
+	Unchanged    []string                `json:"unchanged"`
+	Global       json.RawMessage         `json:"global,omitempty"`
+	GlobalStatus string                  `json:"globalStatus,omitempty"`
+}
+
+// handleProjectConfigs serves project and global config requests
+// (relay-protocol.md §4).
+func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) {
+	body, release, _, ok := s.signedQuery(w, req, c)
+	if !ok {
+		return
+	}
+	defer release()
+	version := req.URL.Query().Get("version")
+	switch version {
+	case "2", "3", "4":
+	default:
+		s.writeError(w, c, newError(http.StatusBadRequest, "bad_config_version", "unsupported projectconfigs version", "want version=3, got "+version))
+		return
+	}
+	var q configsRequest
+	if e := decodeJSON(body, &q, "projectconfigs request"); e != nil {
+		s.writeError(w, c, e)
+		return
+	}
+	if len(q.PublicKeys) > MaxKeysPerRequest {
+		s.writeError(w, c, newError(http.StatusBadRequest, "too_many_keys", "too many public keys",
+			fmt.Sprintf("%d keys > %d", len(q.PublicKeys), MaxKeysPerRequest)))
+		return
+	}
+	resp := configsResponse{Configs: map[string]ProjectState{}, Pending: []string{}, Unchanged: []string{}}
+	if q.Global && version != "2" {
+		c.cfgGlobal.Add(1)
+		resp.Global = s.globalJSON
+		resp.GlobalStatus = "ready"
+		if s.currentFaults().GlobalPending {
+			resp.GlobalStatus = "pending"
+			c.globalPendingServed.Add(1)
+		}
+	}
+	if len(q.PublicKeys) > 0 {
+		c.cfgProject.Add(1)
+	}
+	now := s.now()
+	for i, key := range q.PublicKeys {
+		idx, ok := s.byKey[key]
+		if !ok {
+			c.keysUnknown.Add(1)
+			continue
+		}
+		if s.isPending(idx, now) {
+			c.keysPending.Add(1)
+			resp.Pending = append(resp.Pending, key)
+			continue
+		}
+		st := s.ProjectState(idx)
+		if i < len(q.Revisions) && q.Revisions[i] != nil && *q.Revisions[i] == st.Rev {
+			c.keysUnchanged.Add(1)
+			resp.Unchanged = append(resp.Unchanged, key)
+			continue
+		}
+		c.keysServed.Add(1)
+		resp.Configs[key] = st
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// isPending reports whether project idx is still answered as pending.
+func (s *Server) isPending(idx int, now time.Time) bool {
+	if s.cfg.PendingFor <= 0 {
+		return false
+	}
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	first, ok := s.pendingSince[idx]
+	if !ok {
+		s.pendingSince[idx] = now
+		return true
+	}
+	return now.Sub(first) < s.cfg.PendingFor
+}

@@ -1,0 +1,57 @@
+package upstream
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// apiError is Relay's error body (relay-server ApiErrorResponse): Relay reads
+// "detail" and "causes" for logging and honours "relay":"stop" on a 403.
+type apiError struct {
+	Detail string   `json:"detail"`
+	Causes []string `json:"causes"`
+	Relay  string   `json:"relay,omitempty"`
+}
+
+// httpError is an error answer: status, counted reason, and body.
+type httpError struct {
+	status int
+	reason string // key in Stats.Errors
+	body   apiError
+}
+
+func newError(status int, reason, detail string, causes ...string) *httpError {
+	if causes == nil {
+		causes = []string{}
+	}
+	return &httpError{status: status, reason: reason, body: apiError{Detail: detail, Causes: causes}}
+}
+
+func (e *httpError) Error() string { return e.reason + ": " + e.body.Detail }
+
+// writeJSON writes v as a JSON response with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"detail":"internal error encoding the response","causes":[]}`)
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+var jsonContentType = []string{"application/json"}
+
+// writeError answers with e and counts it in c.
+func (s *Server) writeError(w http.ResponseWriter, c *counters, e *httpError) {
+	c.errors.add(e.reason, 1)
+	writeJSON(w, e.status, e.body)
+}

@@ -1,0 +1,348 @@
+package upstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes JSON as "1.5s" (a
+// number is taken as seconds).
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts "250ms" or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("duration: want \"250ms\" or seconds, got %s", b)
+	}
+	*d = Duration(f * float64(time.Second))
+	return nil
+}
+
+// Faults are the failures the fake injects into Relay-facing routes (never
+// into /stats, /projects or /control). The whole set is replaced at once by
+// SetFaults / POST /control; GET /control returns it.
+//
+// What Relay does with each answer (relay-protocol.md §7.3): 429 = data
+// received, limits cached; other 4xx, 500 = received and dropped; 502/503/504,
+// a reset connection or a timeout = network error, retried, outage mode after
+// 10 s; 403 {"relay":"stop"} = permanent auth denial.
+type Faults struct {
+	// Latency per route name ("envelope", "projectconfigs", … or "*" for
+	// every Relay-facing route; a route's own entry wins).
+	Latency map[string]Latency `json:"latency,omitempty"`
+	// Inject answers a share of requests with an error status or a reset.
+	Inject []Injection `json:"inject,omitempty"`
+	// Outage makes every Relay-facing route fail for a while.
+	Outage *Outage `json:"outage,omitempty"`
+	// GlobalPending answers global config requests with globalStatus "pending".
+	GlobalPending bool `json:"global_pending,omitempty"`
+	// RelayStop answers every request that carries X-Sentry-Relay-Id (and
+	// every registration) with 403 {"relay":"stop"}.
+	RelayStop bool `json:"relay_stop,omitempty"`
+}
+
+// Latency is an added delay: Fixed plus, if Max > Min, a uniform draw from
+// [Min, Max), plus, if Mean > 0, an exponential draw with that mean.
+type Latency struct {
+	Fixed Duration `json:"fixed,omitempty"`
+	Min   Duration `json:"min,omitempty"`
+	Max   Duration `json:"max,omitempty"`
+	Mean  Duration `json:"mean,omitempty"`
+}
+
+// Injection answers Probability of a route's requests with Status, or
+// resets the connection when Reset is set.
+type Injection struct {
+	Route       string  `json:"route"` // route name or "*"
+	Status      int     `json:"status,omitempty"`
+	Reset       bool    `json:"reset,omitempty"`
+	Probability float64 `json:"probability"`
+	// RetryAfter (seconds) and RateLimits (X-Sentry-Rate-Limits) for 429;
+	// defaults 60 and "60::organization:generic"... see rateLimitHeader.
+	RetryAfter int    `json:"retry_after,omitempty"`
+	RateLimits string `json:"rate_limits,omitempty"`
+}
+
+// Outage modes.
+const (
+	OutageRefuse      = "refuse"      // close the connection without an answer (a network error for Relay)
+	OutageHang        = "hang"        // hold the request until the outage ends or the client gives up
+	OutageUnavailable = "unavailable" // answer 503 (a network error for Relay)
+)
+
+// Outage fails every Relay-facing route for Duration from when it was set.
+type Outage struct {
+	Mode     string   `json:"mode"`
+	Duration Duration `json:"duration"`
+	// Until is when the outage ends (set by SetFaults; read-only).
+	Until time.Time `json:"until,omitzero"`
+}
+
+// maxLatency bounds injected latency so a typo cannot wedge the server.
+const maxLatency = 5 * time.Minute
+
+// maxOutage bounds an outage.
+const maxOutage = time.Hour
+
+type faultState struct {
+	f      Faults
+	active bool // anything to do per request besides GlobalPending
+}
+
+// RouteNames lists the route names faults and /stats use.
+func RouteNames() []string { return append([]string(nil), routeNames[:]...) }
+
+func routeIndex(name string) int {
+	for i, n := range routeNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Validate checks f.
+func (f *Faults) Validate() error {
+	for name, l := range f.Latency {
+		if name != "*" && routeIndex(name) < 0 {
+			return fmt.Errorf("latency: unknown route %q (want one of %s or *)", name, strings.Join(routeNames[:], ", "))
+		}
+		if l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min {
+			return fmt.Errorf("latency %s: durations must be ≥ 0 and max ≥ min", name)
+		}
+		if time.Duration(l.Fixed+l.Max) > maxLatency || time.Duration(l.Mean) > maxLatency {
+			return fmt.Errorf("latency %s: more than %s", name, maxLatency)
+		}
+	}
+	for i, in := range f.Inject {
+		if in.Route != "*" && routeIndex(in.Route) < 0 {
+			return fmt.Errorf("inject %d: unknown route %q", i, in.Route)
+		}
+		if !(in.Probability >= 0 && in.Probability <= 1) {
+			return fmt.Errorf("inject %d: probability %v not in [0,1]", i, in.Probability)
+		}
+		if in.Reset == (in.Status != 0) {
+			return fmt.Errorf("inject %d: set exactly one of status and reset", i)
+		}
+		if in.Status != 0 && (in.Status < 400 || in.Status > 599) {
+			return fmt.Errorf("inject %d: status %d is not an error status (400..599)", i, in.Status)
+		}
+		if in.RetryAfter < 0 {
+			return fmt.Errorf("inject %d: negative retry_after", i)
+		}
+	}
+	if o := f.Outage; o != nil {
+		switch o.Mode {
+		case OutageRefuse, OutageHang, OutageUnavailable:
+		default:
+			return fmt.Errorf("outage: mode %q, want refuse, hang or unavailable", o.Mode)
+		}
+		if o.Duration <= 0 || time.Duration(o.Duration) > maxOutage {
+			return fmt.Errorf("outage: duration %s not in (0, %s]", time.Duration(o.Duration), maxOutage)
+		}
+	}
+	return nil
+}
+
+// SetFaults replaces the faults in effect. An outage starts now.
+func (s *Server) SetFaults(f Faults) error {
+	if err := f.Validate(); err != nil {
+		return fmt.Errorf("upstream: faults: %w", err)
+	}
+	if f.Outage != nil {
+		o := *f.Outage
+		o.Until = s.now().Add(time.Duration(o.Duration))
+		f.Outage = &o
+	}
+	st := &faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop}
+	s.faultMu.Lock()
+	s.faults.Store(st)
+	s.faultMu.Unlock()
+	return nil
+}
+
+// Faults returns the faults in effect (an outage that has ended is omitted).
+func (s *Server) Faults() Faults {
+	f := s.currentFaults()
+	if f.Outage != nil && !s.now().Before(f.Outage.Until) {
+		f.Outage = nil
+	}
+	return f
+}
+
+func (s *Server) currentFaults() Faults {
+	if st := s.faults.Load(); st != nil {
+		return st.f
+	}
+	return Faults{}
+}
+
+func (s *Server) random() float64 {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	return s.rng.Float64()
+}
+
+func (s *Server) latency(l Latency) time.Duration {
+	d := time.Duration(l.Fixed)
+	if l.Max > l.Min {
+		d += time.Duration(l.Min) + time.Duration(s.random()*float64(l.Max-l.Min))
+	} else {
+		d += time.Duration(l.Min)
+	}
+	if l.Mean > 0 {
+		s.faultMu.Lock()
+		e := s.rng.ExpFloat64()
+		s.faultMu.Unlock()
+		d += min(time.Duration(e*float64(l.Mean)), maxLatency)
+	}
+	return d
+}
+
+// applyFaults injects the configured failures. It returns true when it has
+// answered the request (or dropped the connection).
+func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c *counters) bool {
+	st := s.faults.Load()
+	if st == nil || !st.active {
+		return false
+	}
+	f := &st.f
+	if o := f.Outage; o != nil {
+		if now := s.now(); now.Before(o.Until) {
+			c.faultsInjected.add("outage_"+o.Mode, 1)
+			switch o.Mode {
+			case OutageRefuse:
+				resetConnection(w)
+			case OutageHang:
+				t := time.NewTimer(o.Until.Sub(now))
+				select {
+				case <-t.C:
+				case <-req.Context().Done():
+				}
+				t.Stop()
+				resetConnection(w)
+			default:
+				e := newError(http.StatusServiceUnavailable, "fault_outage", "upstream outage (injected)")
+				writeJSON(w, e.status, e.body)
+			}
+			return true
+		}
+	}
+	if f.RelayStop && (r == routeChallenge || r == routeResponse || req.Header.Get("X-Sentry-Relay-Id") != "") {
+		c.faultsInjected.add("relay_stop", 1)
+		e := relayStop("relay stopped (injected)")
+		writeJSON(w, e.status, e.body)
+		return true
+	}
+	name := routeNames[r]
+	if l, ok := f.Latency[name]; ok {
+		s.sleep(req, s.latency(l))
+	} else if l, ok := f.Latency["*"]; ok {
+		s.sleep(req, s.latency(l))
+	}
+	for _, in := range f.Inject {
+		if in.Route != "*" && in.Route != name {
+			continue
+		}
+		if in.Probability <= 0 || s.random() >= in.Probability {
+			continue
+		}
+		if in.Reset {
+			c.faultsInjected.add("reset", 1)
+			resetConnection(w)
+			return true
+		}
+		c.faultsInjected.add(strconv.Itoa(in.Status), 1)
+		if in.Status == http.StatusTooManyRequests {
+			ra := in.RetryAfter
+			if ra == 0 {
+				ra = 60
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(ra))
+			rl := in.RateLimits
+			if rl == "" {
+				rl = strconv.Itoa(ra) + "::organization:generic"
+			}
+			w.Header().Set("X-Sentry-Rate-Limits", rl)
+		}
+		e := newError(in.Status, "fault", http.StatusText(in.Status)+" (injected)")
+		writeJSON(w, e.status, e.body)
+		return true
+	}
+	return false
+}
+
+func (s *Server) sleep(req *http.Request, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-req.Context().Done():
+	}
+}
+
+// resetConnection drops the connection without an HTTP answer: hijack it and
+// close with SO_LINGER 0, so the peer sees a TCP reset. If the connection
+// cannot be hijacked (HTTP/2), the handler panics with http.ErrAbortHandler,
+// which makes net/http abort the stream.
+func resetConnection(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// handleControl serves GET (current faults) and POST (replace faults).
+func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *counters) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead:
+		writeJSON(w, http.StatusOK, s.Faults())
+	case http.MethodPost, http.MethodPut:
+		body, release, e := s.readDecoded(req, c)
+		if e != nil {
+			s.writeError(w, c, e)
+			return
+		}
+		defer release()
+		var f Faults
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			s.writeError(w, c, newError(http.StatusBadRequest, "bad_control", "invalid faults JSON", err.Error()))
+			return
+		}
+		if err := s.SetFaults(f); err != nil {
+			s.writeError(w, c, newError(http.StatusBadRequest, "bad_control", "invalid faults", errors.Unwrap(err).Error()))
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Faults())
+	default:
+		s.writeError(w, c, methodNotAllowed(req))
+	}
+}

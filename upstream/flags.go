@@ -1,0 +1,203 @@
+package upstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseLatency parses a latency spec: terms joined by '+', each a fixed
+// duration ("50ms"), a uniform range ("10ms-100ms") or an exponential draw
+// with a mean ("exp:20ms"). Example: "5ms+exp:20ms".
+func ParseLatency(spec string) (Latency, error) {
+	var l Latency
+	if strings.TrimSpace(spec) == "" {
+		return l, fmt.Errorf("latency: empty spec")
+	}
+	for _, term := range strings.Split(spec, "+") {
+		term = strings.TrimSpace(term)
+		switch {
+		case strings.HasPrefix(term, "exp:"):
+			d, err := time.ParseDuration(term[4:])
+			if err != nil {
+				return l, fmt.Errorf("latency %q: %w", spec, err)
+			}
+			l.Mean = Duration(d)
+		case strings.Contains(term, "-"):
+			a, b, _ := strings.Cut(term, "-")
+			lo, err := time.ParseDuration(a)
+			if err != nil {
+				return l, fmt.Errorf("latency %q: %w", spec, err)
+			}
+			hi, err := time.ParseDuration(b)
+			if err != nil {
+				return l, fmt.Errorf("latency %q: %w", spec, err)
+			}
+			l.Min, l.Max = Duration(lo), Duration(hi)
+		default:
+			d, err := time.ParseDuration(term)
+			if err != nil {
+				return l, fmt.Errorf("latency %q: %w", spec, err)
+			}
+			l.Fixed = Duration(d)
+		}
+	}
+	f := Faults{Latency: map[string]Latency{"*": l}}
+	return l, f.Validate()
+}
+
+// ParseRouteLatency parses "ROUTE=SPEC" (ROUTE a route name or *).
+func ParseRouteLatency(s string) (string, Latency, error) {
+	route, spec, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", Latency{}, fmt.Errorf("latency %q: want ROUTE=SPEC, e.g. envelope=10ms-50ms", s)
+	}
+	if route != "*" && routeIndex(route) < 0 {
+		return "", Latency{}, fmt.Errorf("latency %q: unknown route %q (routes: %s, *)", s, route, strings.Join(routeNames[:], ", "))
+	}
+	l, err := ParseLatency(spec)
+	return route, l, err
+}
+
+// ParseInjection parses "ROUTE=STATUS@P", "ROUTE=429:RETRY_AFTER@P" or
+// "ROUTE=reset@P", e.g. "envelope=503@0.1".
+func ParseInjection(s string) (Injection, error) {
+	route, rest, ok := strings.Cut(s, "=")
+	what, prob, ok2 := strings.Cut(rest, "@")
+	if !ok || !ok2 {
+		return Injection{}, fmt.Errorf("inject %q: want ROUTE=STATUS@PROBABILITY, e.g. envelope=503@0.1", s)
+	}
+	p, err := strconv.ParseFloat(prob, 64)
+	if err != nil {
+		return Injection{}, fmt.Errorf("inject %q: probability: %w", s, err)
+	}
+	in := Injection{Route: route, Probability: p}
+	if what == "reset" {
+		in.Reset = true
+	} else {
+		code, ra, hasRA := strings.Cut(what, ":")
+		if in.Status, err = strconv.Atoi(code); err != nil {
+			return Injection{}, fmt.Errorf("inject %q: status: %w", s, err)
+		}
+		if hasRA {
+			if in.RetryAfter, err = strconv.Atoi(ra); err != nil {
+				return Injection{}, fmt.Errorf("inject %q: retry-after: %w", s, err)
+			}
+		}
+	}
+	f := Faults{Inject: []Injection{in}}
+	if err := f.Validate(); err != nil {
+		return Injection{}, err
+	}
+	return in, nil
+}
+
+// ParseOutage parses "MODE:DURATION", e.g. "hang:30s".
+func ParseOutage(s string) (*Outage, error) {
+	mode, d, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, fmt.Errorf("outage %q: want MODE:DURATION, e.g. refuse:20s", s)
+	}
+	dur, err := time.ParseDuration(d)
+	if err != nil {
+		return nil, fmt.Errorf("outage %q: %w", s, err)
+	}
+	o := &Outage{Mode: mode, Duration: Duration(dur)}
+	f := Faults{Outage: o}
+	return o, f.Validate()
+}
+
+// ParseQuota parses "CATEGORIES[:LIMIT[:REASON]]" into a project quota:
+// CATEGORIES is a ';'-separated list of data-category names or "all";
+// LIMIT defaults to 0 (reject everything), REASON to "relayload_quota".
+// A managed, non-processing Relay enforces only limit-0 quotas (anything else
+// needs Redis); n numbers the quota id.
+func ParseQuota(s string, n int) (json.RawMessage, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) > 3 || parts[0] == "" {
+		return nil, fmt.Errorf("quota %q: want CATEGORIES[:LIMIT[:REASON]], e.g. error;transaction:0", s)
+	}
+	q := map[string]any{"id": fmt.Sprintf("relayload-quota-%d", n), "scope": "project", "limit": 0, "reasonCode": "relayload_quota"}
+	cats := []string{}
+	if parts[0] != "all" {
+		for _, c := range strings.Split(parts[0], ";") {
+			if c = strings.TrimSpace(c); c == "" {
+				return nil, fmt.Errorf("quota %q: empty category", s)
+			}
+			cats = append(cats, c)
+		}
+	}
+	q["categories"] = cats
+	if len(parts) > 1 {
+		limit, err := strconv.ParseUint(parts[1], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("quota %q: limit: %w", s, err)
+		}
+		q["limit"] = limit
+		if limit > 0 {
+			q["window"] = 60
+		}
+	}
+	if len(parts) > 2 && parts[2] != "" {
+		q["reasonCode"] = parts[2]
+	}
+	return json.Marshal(q)
+}
+
+// LoadQuotas reads a JSON array of quota objects.
+func LoadQuotas(path string) ([]json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("quotas: %w", err)
+	}
+	var qs []json.RawMessage
+	if err := json.Unmarshal(b, &qs); err != nil {
+		return nil, fmt.Errorf("quotas %s: want a JSON array of quota objects: %w", path, err)
+	}
+	for i, q := range qs {
+		var obj map[string]any
+		if err := json.Unmarshal(q, &obj); err != nil {
+			return nil, fmt.Errorf("quotas %s: entry %d is not an object: %w", path, i, err)
+		}
+	}
+	return qs, nil
+}
+
+// LoadFaults reads a Faults JSON file (the POST /control body).
+func LoadFaults(path string) (Faults, error) {
+	var f Faults
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("faults: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return f, fmt.Errorf("faults %s: %w", path, err)
+	}
+	return f, f.Validate()
+}
+
+// ParseSize parses a byte size: "1048576", "16MiB", "20MB", "512KiB", "1GiB".
+func ParseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"kB", 1000}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("size %q: want a positive byte count like 16MiB", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,754 @@
+// Package upstream is a fake Sentry that a Relay in managed mode registers
+// with, pulls project and global configs from, and forwards envelopes,
+// metrics and outcomes to (relay-protocol.md §3–§10). It counts everything it
+// receives and serves the counts at GET /stats.
+//
+// Routes (Handler):
+//
+//	POST /api/0/relays/register/challenge/   registration step 1 (signed with the key in the body)
+//	POST /api/0/relays/register/response/    registration step 2 (stateless HMAC token)
+//	POST /api/0/relays/projectconfigs/       project configs v3 and the global config (signed)
+//	POST /api/0/relays/publickeys/           public keys of registered relays (signed)
+//	POST /api/0/relays/outcomes/             legacy outcome batches (signed, Relay ≤ 26.5)
+//	POST /api/0/relays/metrics/              global metric batches (compressed, signed over the decoded body)
+//	GET  /api/0/relays/live/                 {"is_healthy": true}
+//	POST /api/<project_id>/envelope/         the envelope sink (Relay or SDKs)
+//	GET  /stats[?format=prometheus]          counters; POST /stats/reset zeroes them atomically
+//	GET  /projects[?origin=http://host:port] the projects with ready-made DSNs
+//	GET|POST /control                        fault injection (see Faults)
+//
+// Every bad request is answered with a 4xx JSON body {"detail", "causes"} and
+// counted by reason in Stats.Errors; unknown routes get 404 JSON; a panic in
+// a handler is recovered, counted and answered 500.
+//
+// # Envelope signatures
+//
+// Relay signs every forwarded envelope over empty data: the signature only
+// proves key possession and time (relay-protocol.md §2.1). An Ed25519
+// verification costs about 36 µs on the reference machine, more than half of
+// the sink's per-envelope CPU budget, so the sink
+//
+//   - caches verified signature values per relay: an identical
+//     X-Sentry-Relay-Signature value for the same relay id and key covers the
+//     same bytes (header ‖ 0x00 ‖ empty data), so it verifies identically;
+//     the entry expires when the signed timestamp ages past the max age, so
+//     a replayed value is rejected exactly when a fresh verification would
+//     reject it. Relay itself signs each request afresh (the timestamp has
+//     microsecond precision), so this cache only hits for clients that reuse
+//     a signature value within its max age (load drivers, the stand-in relay);
+//   - with Config.VerifyEnvelopeEvery = N > 1, fully verifies only every Nth
+//     uncached envelope signature; the others are checked for form, relay id
+//     and age only (counted as Signatures.SampledOut). N = 1 (default)
+//     verifies every uncached signature.
+//
+// JSON queries (registration, configs, outcomes, metrics) are always verified
+// in full over their body when Config.VerifySignatures is on.
+package upstream
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/projects"
+	"github.com/relayload/relayload/relayauth"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultMaxSignatureAge    = 300 * time.Second
+	DefaultRegistrationMaxAge = 60 * time.Second
+	DefaultMaxWireBytes       = 20 << 20 // Relay's max_api_payload_size
+	DefaultMaxDecodedBytes    = 16 << 20
+	// MaxPendingFor is the longest --pending-for allowed: Relay abandons a
+	// key still pending after limits.query_timeout (30 s) and caches the
+	// project as disabled.
+	MaxPendingFor = 25 * time.Second
+	// MaxKeysPerRequest caps publicKeys in one project-config request
+	// (Relay's cache.batch_size default is 500).
+	MaxKeysPerRequest = 500
+)
+
+// Config configures a Server. The zero value of every field is usable except
+// Projects, which must not be empty.
+type Config struct {
+	Projects []projects.Project
+
+	// VerifySignatures checks X-Sentry-Relay-Signature on every relay
+	// request (New's caller sets it; cmd/fake-upstream defaults it to true).
+	VerifySignatures bool
+	// MaxSignatureAge bounds the age of signatures on relay requests after
+	// registration (default 300 s, like Sentry). Negative: no age check.
+	MaxSignatureAge time.Duration
+	// RegistrationMaxAge bounds signature and token age in the registration
+	// steps (default 60 s, like Sentry). Negative: no age check.
+	RegistrationMaxAge time.Duration
+	// VerifyEnvelopeEvery N > 1 fully verifies only every Nth uncached
+	// envelope signature (see the package doc). 0 or 1: verify all.
+	VerifyEnvelopeEvery int
+
+	// AllowList, when true, lets only relays added with RegisterRelay (or
+	// Relays) register; otherwise any relay may register.
+	AllowList bool
+	// Relays are known relays (id → public key), e.g. from --relay-credentials.
+	Relays map[string]relayauth.PublicKey
+	// DenyRelays answers every registration with 403 {"relay":"stop"}.
+	DenyRelays bool
+	// TokenSecret is the HMAC key for registration tokens (random if empty).
+	TokenSecret []byte
+
+	// PendingFor answers each project key as pending until this long after
+	// it was first requested (0: never pending; at most MaxPendingFor).
+	PendingFor time.Duration
+	// Quotas are added verbatim to every project config's "quotas".
+	Quotas []json.RawMessage
+	// InboundFilters turns on the webCrawlers, legacyBrowsers, localhost and
+	// browserExtensions inbound filters.
+	InboundFilters bool
+	// Features replaces the default project feature list when non-nil.
+	Features []string
+
+	// MaxWireBytes caps request bodies as received (default 20 MiB);
+	// MaxDecodedBytes caps them after Content-Encoding (default 16 MiB).
+	MaxWireBytes, MaxDecodedBytes int64
+
+	// Faults in effect from the start (see SetFaults).
+	Faults Faults
+	// Seed seeds the fault-injection randomness.
+	Seed uint64
+
+	// Now is the clock (time.Now if nil); tests move it.
+	Now func() time.Time
+}
+
+// Server is the fake upstream. All methods are safe for concurrent use.
+type Server struct {
+	cfg     Config
+	started time.Time
+	now     func() time.Time
+
+	stats atomic.Pointer[counters]
+
+	byKey   projects.Index
+	byID    map[int64]int
+	relays  sync.Map // relay id → *relay
+	secret  []byte
+	dec     *compression.Decoder
+	bufs    sync.Pool // *[]byte
+	sums    sync.Pool // *envelope.Summary
+	sampleN atomic.Uint64
+
+	pendingMu    sync.Mutex
+	pendingSince map[int]time.Time // project index → first request
+	configRev    string
+	globalJSON   []byte
+
+	faultMu sync.Mutex // guards faults writes and rng
+	faults  atomic.Pointer[faultState]
+	rng     *mrand.Rand
+}
+
+// relay is one known relay. Entries are replaced, never mutated, except for
+// the signature cache.
+type relay struct {
+	id         string
+	pub        relayauth.PublicKey
+	registered bool
+	known      bool // allow-listed / pre-registered
+
+	sigs  sync.Map // signature value → expiry (unix nanos, math.MaxInt64 = never)
+	nSigs atomic.Int64
+}
+
+// maxCachedSignatures bounds the signature cache per relay.
+const maxCachedSignatures = 4096
+
+// New builds a Server from cfg.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Projects) == 0 {
+		return nil, errors.New("upstream: no projects")
+	}
+	if cfg.MaxSignatureAge == 0 {
+		cfg.MaxSignatureAge = DefaultMaxSignatureAge
+	}
+	if cfg.RegistrationMaxAge == 0 {
+		cfg.RegistrationMaxAge = DefaultRegistrationMaxAge
+	}
+	if cfg.MaxWireBytes <= 0 {
+		cfg.MaxWireBytes = DefaultMaxWireBytes
+	}
+	if cfg.MaxDecodedBytes <= 0 {
+		cfg.MaxDecodedBytes = DefaultMaxDecodedBytes
+	}
+	if cfg.VerifyEnvelopeEvery < 1 {
+		cfg.VerifyEnvelopeEvery = 1
+	}
+	if cfg.PendingFor < 0 || cfg.PendingFor > MaxPendingFor {
+		return nil, fmt.Errorf("upstream: pending-for %s out of range 0..%s (Relay gives up on pending keys after 30 s)", cfg.PendingFor, MaxPendingFor)
+	}
+	for i, q := range cfg.Quotas {
+		var obj map[string]any
+		if err := json.Unmarshal(q, &obj); err != nil {
+			return nil, fmt.Errorf("upstream: quota %d is not a JSON object: %w", i, err)
+		}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg:          cfg,
+		now:          cfg.Now,
+		byKey:        projects.NewIndex(cfg.Projects),
+		byID:         make(map[int64]int, len(cfg.Projects)),
+		dec:          compression.NewDecoder(cfg.MaxDecodedBytes),
+		pendingSince: map[int]time.Time{},
+		rng:          mrand.New(mrand.NewPCG(cfg.Seed, 0x6661756c7473)),
+	}
+	s.started = s.now()
+	for i, p := range cfg.Projects {
+		if _, dup := s.byID[p.ID]; dup {
+			return nil, fmt.Errorf("upstream: duplicate project id %d", p.ID)
+		}
+		s.byID[p.ID] = i
+	}
+	if len(s.byKey) != len(cfg.Projects) {
+		return nil, errors.New("upstream: duplicate project public key")
+	}
+	s.secret = cfg.TokenSecret
+	if len(s.secret) == 0 {
+		s.secret = make([]byte, 32)
+		if _, err := rand.Read(s.secret); err != nil {
+			return nil, fmt.Errorf("upstream: token secret: %w", err)
+		}
+	}
+	for id, pub := range cfg.Relays {
+		s.relays.Store(id, &relay{id: id, pub: pub, known: true})
+	}
+	s.stats.Store(newCounters(len(cfg.Projects)))
+	if err := s.buildConfigs(); err != nil {
+		return nil, err
+	}
+	if err := s.SetFaults(cfg.Faults); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// RegisterRelay makes a relay known (allow-listed) and registered at once,
+// so its requests are accepted without a challenge. A relay that registers
+// again with the same id must use the same key.
+func (s *Server) RegisterRelay(id string, pub relayauth.PublicKey) {
+	s.relays.Store(id, &relay{id: id, pub: pub, known: true, registered: true})
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats { return s.stats.Load().snapshot(s) }
+
+// ResetStats zeroes every counter atomically and returns the final snapshot
+// of the generation it replaced.
+func (s *Server) ResetStats() Stats {
+	old := s.stats.Swap(newCounters(len(s.cfg.Projects)))
+	return old.snapshot(s)
+}
+
+// Handler returns the HTTP handler serving every route.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// statusWriter records the status for request statistics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (hijack).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+var writerPool = sync.Pool{New: func() any { return new(statusWriter) }}
+
+// route classifies a request path; projectID is set for envelope routes.
+func route(path string) (r int, projectID string) {
+	switch path {
+	case "/api/0/relays/register/challenge/":
+		return routeChallenge, ""
+	case "/api/0/relays/register/response/":
+		return routeResponse, ""
+	case "/api/0/relays/projectconfigs/":
+		return routeProjectConfigs, ""
+	case "/api/0/relays/publickeys/":
+		return routePublicKeys, ""
+	case "/api/0/relays/metrics/":
+		return routeMetrics, ""
+	case "/api/0/relays/outcomes/":
+		return routeOutcomes, ""
+	case "/api/0/relays/live/":
+		return routeLive, ""
+	case "/stats", "/stats/":
+		return routeStats, ""
+	case "/stats/reset", "/stats/reset/":
+		return routeStatsReset, ""
+	case "/projects", "/projects/":
+		return routeProjects, ""
+	case "/control", "/control/":
+		return routeControl, ""
+	}
+	if rest, ok := strings.CutPrefix(path, "/api/"); ok {
+		if id, ok := strings.CutSuffix(rest, "/envelope/"); ok && isDigits(id) {
+			return routeEnvelope, id
+		}
+		if id, ok := strings.CutSuffix(rest, "/store/"); ok && isDigits(id) {
+			return routeStore, id
+		}
+	}
+	return routeNotFound, ""
+}
+
+func isDigits(s string) bool {
+	if s == "" || len(s) > 18 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// protocolRoute reports whether faults apply to the route: everything Relay
+// talks to, never the harness's own /stats, /projects and /control.
+func protocolRoute(r int) bool {
+	return r <= routeLive || r == routeNotFound
+}
+
+func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
+	c := s.stats.Load()
+	w := writerPool.Get().(*statusWriter)
+	w.ResponseWriter, w.status = rw, 0
+	r, projectID := route(req.URL.Path)
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			c.panics.Add(1)
+			if w.status == 0 {
+				s.writeError(w, c, newError(http.StatusInternalServerError, "panic", "internal error", fmt.Sprint(p)))
+			}
+		}
+		status := w.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if status > 0 && status < 600 {
+			c.requests[r][status].Add(1)
+		}
+		w.ResponseWriter = nil
+		writerPool.Put(w)
+	}()
+	if protocolRoute(r) {
+		if done := s.applyFaults(w, req, r, c); done {
+			return
+		}
+	}
+	switch r {
+	case routeEnvelope:
+		s.handleEnvelope(w, req, c, projectID)
+	case routeChallenge:
+		s.handleChallenge(w, req, c)
+	case routeResponse:
+		s.handleResponse(w, req, c)
+	case routeProjectConfigs:
+		s.handleProjectConfigs(w, req, c)
+	case routePublicKeys:
+		s.handlePublicKeys(w, req, c)
+	case routeMetrics:
+		s.handleMetrics(w, req, c)
+	case routeOutcomes:
+		s.handleLegacyOutcomes(w, req, c)
+	case routeLive:
+		writeRawJSON(w, http.StatusOK, []byte(`{"is_healthy":true}`))
+	case routeStats:
+		s.handleStats(w, req, c)
+	case routeStatsReset:
+		if req.Method != http.MethodPost {
+			s.writeError(w, c, methodNotAllowed(req))
+			return
+		}
+		writeJSON(w, http.StatusOK, s.ResetStats())
+	case routeProjects:
+		s.handleProjects(w, req, c)
+	case routeControl:
+		s.handleControl(w, req, c)
+	case routeStore:
+		s.writeError(w, c, newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/"))
+	default:
+		s.writeError(w, c, newError(http.StatusNotFound, "unknown_route", "unknown route", req.Method+" "+req.URL.Path))
+	}
+}
+
+func methodNotAllowed(req *http.Request) *httpError {
+	return newError(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed", req.Method+" "+req.URL.Path)
+}
+
+// readBody reads the whole body into a pooled buffer, capped at
+// MaxWireBytes. The caller returns the buffer with putBuf.
+func (s *Server) readBody(req *http.Request) (*[]byte, *httpError) {
+	if req.ContentLength > s.cfg.MaxWireBytes {
+		return nil, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
+			fmt.Sprintf("Content-Length %d > limit %d", req.ContentLength, s.cfg.MaxWireBytes))
+	}
+	bp := s.getBuf()
+	b := (*bp)[:0]
+	if req.ContentLength > 0 && int64(cap(b)) < req.ContentLength {
+		b = make([]byte, 0, req.ContentLength)
+	}
+	limit := int(s.cfg.MaxWireBytes)
+	for {
+		if len(b) == cap(b) {
+			if len(b) > limit {
+				break
+			}
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := req.Body.Read(b[len(b):min(cap(b), limit+1)])
+		b = b[:len(b)+n]
+		if err != nil {
+			*bp = b
+			if errors.Is(err, errEOF) {
+				if len(b) > limit {
+					break
+				}
+				return bp, nil
+			}
+			s.putBuf(bp)
+			return nil, newError(http.StatusBadRequest, "body_read_error", "reading the request body failed", err.Error())
+		}
+		if len(b) > limit {
+			break
+		}
+	}
+	*bp = b
+	s.putBuf(bp)
+	return nil, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
+		fmt.Sprintf("more than %d bytes", s.cfg.MaxWireBytes))
+}
+
+// maxPooledBuf keeps huge one-off bodies from pinning memory in the pool.
+const maxPooledBuf = 1 << 20
+
+func (s *Server) getBuf() *[]byte {
+	if v := s.bufs.Get(); v != nil {
+		return v.(*[]byte)
+	}
+	b := make([]byte, 0, 16<<10)
+	return &b
+}
+
+func (s *Server) putBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledBuf {
+		return
+	}
+	*bp = (*bp)[:0]
+	s.bufs.Put(bp)
+}
+
+// decodeBody undoes Content-Encoding. For identity the body is returned as
+// is (out is untouched).
+func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, out *[]byte) ([]byte, *httpError) {
+	var decoded []byte
+	if enc == compression.Identity {
+		if int64(len(body)) > s.cfg.MaxDecodedBytes {
+			return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large",
+				fmt.Sprintf("%d bytes > limit %d", len(body), s.cfg.MaxDecodedBytes))
+		}
+		decoded = body
+	} else {
+		var err error
+		decoded, err = s.dec.Decode(enc, body, (*out)[:0])
+		if cap(decoded) >= cap(*out) {
+			*out = decoded[:0]
+		}
+		if err != nil {
+			if errors.Is(err, compression.ErrTooLarge) {
+				return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large", err.Error())
+			}
+			return nil, newError(http.StatusBadRequest, "bad_compression", "body does not decode as "+string(enc), err.Error())
+		}
+	}
+	i := encodingIndex(enc)
+	c.encRequests[i].Add(1)
+	c.encWire[i].Add(int64(len(body)))
+	c.encDecoded[i].Add(int64(len(decoded)))
+	return decoded, nil
+}
+
+func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
+	v := req.Header.Get("Content-Encoding")
+	if v == "" {
+		return compression.Identity, nil
+	}
+	enc, err := compression.ParseEncoding(v)
+	if err != nil {
+		return "", newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
+	}
+	return enc, nil
+}
+
+// readDecoded reads a request body and undoes its Content-Encoding; the
+// caller must call release when done with body.
+func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, release func(), e *httpError) {
+	enc, e := parseEncoding(req)
+	if e != nil {
+		return nil, nil, e
+	}
+	bp, e := s.readBody(req)
+	if e != nil {
+		return nil, nil, e
+	}
+	if enc == compression.Identity {
+		body, e = s.decodeBody(c, enc, *bp, nil)
+		if e != nil {
+			s.putBuf(bp)
+			return nil, nil, e
+		}
+		return body, func() { s.putBuf(bp) }, nil
+	}
+	op := s.getBuf()
+	body, e = s.decodeBody(c, enc, *bp, op)
+	s.putBuf(bp)
+	if e != nil {
+		s.putBuf(op)
+		return nil, nil, e
+	}
+	return body, func() { s.putBuf(op) }, nil
+}
+
+// lookupRelay returns the relay with the given id, or nil.
+func (s *Server) lookupRelay(id string) *relay {
+	if v, ok := s.relays.Load(id); ok {
+		return v.(*relay)
+	}
+	return nil
+}
+
+// authRelay checks X-Sentry-Relay-Id and X-Sentry-Relay-Signature over data
+// on a request after registration. cacheable marks signatures over empty
+// data (envelopes), whose verified values may be cached.
+func (s *Server) authRelay(req *http.Request, c *counters, data []byte, cacheable bool) (*relay, *httpError) {
+	id := req.Header.Get("X-Sentry-Relay-Id")
+	if id == "" {
+		return nil, newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
+	}
+	rl := s.lookupRelay(id)
+	if rl == nil || !rl.registered {
+		return nil, newError(http.StatusForbidden, "unknown_relay", "relay not registered", "relay id "+id)
+	}
+	if !s.cfg.VerifySignatures {
+		c.sigNotChecked.Add(1)
+		return rl, nil
+	}
+	sig := req.Header.Get("X-Sentry-Relay-Signature")
+	if sig == "" {
+		return nil, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
+	}
+	now := s.now()
+	if cacheable {
+		if v, ok := rl.sigs.Load(sig); ok {
+			if now.UnixNano() <= v.(int64) {
+				c.sigCacheHits.Add(1)
+				return rl, nil
+			}
+			rl.sigs.Delete(sig)
+			rl.nSigs.Add(-1)
+		}
+		if n := s.cfg.VerifyEnvelopeEvery; n > 1 && s.sampleN.Add(1)%uint64(n) != 0 {
+			if _, e := s.checkSignatureForm(sig, now); e != nil {
+				return nil, e
+			}
+			c.sigSampledOut.Add(1)
+			return rl, nil
+		}
+	}
+	if err := rl.pub.Verify(data, sig, s.cfg.MaxSignatureAge, now); err != nil {
+		return nil, signatureError(err)
+	}
+	c.sigVerified.Add(1)
+	if cacheable {
+		s.cacheSignature(rl, sig, now)
+	}
+	return rl, nil
+}
+
+// cacheSignature remembers a verified empty-data signature until its
+// timestamp ages past MaxSignatureAge.
+func (s *Server) cacheSignature(rl *relay, sig string, now time.Time) {
+	expiry := int64(math.MaxInt64)
+	if s.cfg.MaxSignatureAge > 0 {
+		t, ok, err := signatureTime(sig)
+		if err != nil {
+			return
+		}
+		if ok {
+			expiry = t.Add(s.cfg.MaxSignatureAge).UnixNano()
+		}
+	}
+	if rl.nSigs.Load() >= maxCachedSignatures {
+		nowNanos := now.UnixNano()
+		rl.sigs.Range(func(k, v any) bool {
+			if v.(int64) < nowNanos {
+				rl.sigs.Delete(k)
+				rl.nSigs.Add(-1)
+			}
+			return true
+		})
+		if rl.nSigs.Load() >= maxCachedSignatures {
+			return
+		}
+	}
+	if _, loaded := rl.sigs.LoadOrStore(sig, expiry); !loaded {
+		rl.nSigs.Add(1)
+	}
+}
+
+// checkSignatureForm checks what can be checked without Ed25519: the value's
+// shape and the timestamp's age.
+func (s *Server) checkSignatureForm(sig string, now time.Time) (time.Time, *httpError) {
+	sigPart, _, ok := strings.Cut(sig, ".")
+	if !ok || len(sigPart) != 86 {
+		return time.Time{}, signatureError(fmt.Errorf("%w: signature value is not <86 chars>.<header>", relayauth.ErrMalformed))
+	}
+	t, hasT, err := signatureTime(sig)
+	if err != nil {
+		return time.Time{}, signatureError(err)
+	}
+	if hasT && s.cfg.MaxSignatureAge > 0 {
+		if t.Before(now.Add(-s.cfg.MaxSignatureAge)) {
+			return t, signatureError(fmt.Errorf("%w: signature older than %s", relayauth.ErrExpired, s.cfg.MaxSignatureAge))
+		}
+		if t.After(now.Add(time.Minute)) {
+			return t, signatureError(fmt.Errorf("%w: signature time in the future", relayauth.ErrExpired))
+		}
+	}
+	return t, nil
+}
+
+// signatureTime reads "t" from the header part of a signature value.
+func signatureTime(sig string) (time.Time, bool, error) {
+	_, hdr, ok := strings.Cut(sig, ".")
+	if !ok {
+		return time.Time{}, false, fmt.Errorf("%w: signature has no header part", relayauth.ErrMalformed)
+	}
+	raw, err := b64.DecodeString(hdr)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%w: signature header is not base64url: %v", relayauth.ErrMalformed, err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return time.Time{}, false, fmt.Errorf("%w: signature header is not a JSON object", relayauth.ErrMalformed)
+	}
+	tr, ok := fields["t"]
+	if !ok || string(tr) == "null" {
+		return time.Time{}, false, nil
+	}
+	var ts string
+	if err := json.Unmarshal(tr, &ts); err != nil {
+		return time.Time{}, false, fmt.Errorf("%w: signature header t is not a string", relayauth.ErrMalformed)
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%w: signature header t: %v", relayauth.ErrMalformed, err)
+	}
+	return t, true, nil
+}
+
+// signatureError maps a relayauth error to an answer and a counted reason.
+func signatureError(err error) *httpError {
+	switch {
+	case errors.Is(err, relayauth.ErrExpired):
+		return newError(http.StatusUnauthorized, "expired_signature", "relay signature expired", err.Error())
+	case errors.Is(err, relayauth.ErrBadSignature):
+		return newError(http.StatusUnauthorized, "bad_signature", "invalid relay signature", err.Error())
+	default:
+		return newError(http.StatusUnauthorized, "malformed_signature", "malformed relay signature", err.Error())
+	}
+}
+
+// handleStats serves GET /stats (JSON or Prometheus text).
+func (s *Server) handleStats(w http.ResponseWriter, req *http.Request, c *counters) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		s.writeError(w, c, methodNotAllowed(req))
+		return
+	}
+	st := s.Stats()
+	switch f := req.URL.Query().Get("format"); f {
+	case "", "json":
+		writeJSON(w, http.StatusOK, st)
+	case "prometheus", "prom", "text":
+		b := st.AppendPrometheus(nil)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+	default:
+		s.writeError(w, c, newError(http.StatusBadRequest, "bad_stats_format", "unknown format", "want json or prometheus, got "+f))
+	}
+}
+
+// ProjectDSN is one entry of GET /projects.
+type ProjectDSN struct {
+	projects.Project
+	DSN string `json:"dsn"`
+}
+
+func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *counters) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		s.writeError(w, c, methodNotAllowed(req))
+		return
+	}
+	origin := req.URL.Query().Get("origin")
+	if origin == "" {
+		origin = "http://" + req.Host
+	}
+	out := make([]ProjectDSN, len(s.cfg.Projects))
+	for i, p := range s.cfg.Projects {
+		dsn, err := p.DSN(origin)
+		if err != nil {
+			s.writeError(w, c, newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error()))
+			return
+		}
+		out[i] = ProjectDSN{Project: p, DSN: dsn}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeJSON decodes a JSON request body into v.
+func decodeJSON(body []byte, v any, what string) *httpError {
+	if err := json.Unmarshal(body, v); err != nil {
+		return newError(http.StatusBadRequest, "bad_json", "invalid JSON in "+what, err.Error())
+	}
+	return nil
+}

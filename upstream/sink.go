@@ -1,0 +1,222 @@
+package upstream
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/relayload/relayload/canary"
+	"github.com/relayload/relayload/envelope"
+)
+
+// handleEnvelope is the envelope sink: POST /api/<project_id>/envelope/.
+//
+// Order of checks: method, size, encoding, relay authentication (when
+// X-Sentry-Relay-Id is present; SDK requests carry none), project, decoding,
+// framing, project key. Then everything is counted and the answer is
+// {"id": "<event id>"} (or {} without an event id).
+func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *counters, projectID string) {
+	if req.Method != http.MethodPost {
+		s.writeError(w, c, methodNotAllowed(req))
+		return
+	}
+	enc, e := parseEncoding(req)
+	if e != nil {
+		s.writeError(w, c, e)
+		return
+	}
+	fromRelay := req.Header.Get("X-Sentry-Relay-Id") != ""
+	if fromRelay {
+		if _, e := s.authRelay(req, c, nil, true); e != nil {
+			s.writeError(w, c, e)
+			return
+		}
+	}
+	pid, _ := strconv.ParseInt(projectID, 10, 64)
+	pidx, ok := s.byID[pid]
+	if !ok {
+		s.writeError(w, c, newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+projectID))
+		return
+	}
+	bp, e := s.readBody(req)
+	if e != nil {
+		s.writeError(w, c, e)
+		return
+	}
+	defer s.putBuf(bp)
+	var decoded []byte
+	if enc == "identity" {
+		decoded, e = s.decodeBody(c, enc, *bp, nil)
+	} else {
+		op := s.getBuf()
+		defer s.putBuf(op)
+		decoded, e = s.decodeBody(c, enc, *bp, op)
+	}
+	if e != nil {
+		s.writeError(w, c, e)
+		return
+	}
+	sum := s.getSummary()
+	defer s.sums.Put(sum)
+	if err := envelope.Scan(decoded, sum); err != nil {
+		s.writeError(w, c, envelopeError(err))
+		return
+	}
+	key := sentryKey(req)
+	if key == "" && len(sum.DSN) > 0 {
+		key = dsnKey(sum.DSN)
+	}
+	if key == "" {
+		s.writeError(w, c, newError(http.StatusUnauthorized, "missing_auth", "missing authorization information",
+			"no sentry_key in X-Sentry-Auth, Authorization, query string or envelope dsn"))
+		return
+	}
+	if kidx, ok := s.byKey[key]; !ok || kidx != pidx {
+		s.writeError(w, c, newError(http.StatusForbidden, "key_project_mismatch", "the project key does not belong to this project",
+			"project id "+projectID))
+		return
+	}
+	s.count(c, pidx, fromRelay, decoded, sum)
+	if len(sum.EventID) == 32 || len(sum.EventID) == 36 {
+		var buf [64]byte
+		b := append(buf[:0], `{"id":"`...)
+		for _, ch := range sum.EventID {
+			if ch != '-' {
+				b = append(b, ch)
+			}
+		}
+		b = append(b, `"}`...)
+		writeRawJSON(w, http.StatusOK, b)
+		return
+	}
+	writeRawJSON(w, http.StatusOK, emptyObject)
+}
+
+var emptyObject = []byte("{}")
+
+func (s *Server) getSummary() *envelope.Summary {
+	if v := s.sums.Get(); v != nil {
+		return v.(*envelope.Summary)
+	}
+	return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)}
+}
+
+// envelopeError names the framing rule an envelope broke.
+func envelopeError(err error) *httpError {
+	var pe *envelope.ParseError
+	if errors.As(err, &pe) {
+		reason := "malformed_envelope:" + strings.ReplaceAll(string(pe.Rule), " ", "_")
+		return newError(http.StatusBadRequest, reason, "invalid envelope", err.Error())
+	}
+	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
+}
+
+// count records one accepted envelope.
+func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary) {
+	c.envelopes.Add(1)
+	if fromRelay {
+		c.envelopesRelay.Add(1)
+	} else {
+		c.envelopesSDK.Add(1)
+	}
+	c.projEnvelopes[pidx].Add(1)
+	c.projItems[pidx].Add(int64(len(sum.Items)))
+	for i := range sum.Items {
+		it := &sum.Items[i]
+		ti := itemTypeIndex(it.Type)
+		c.items[ti].Add(1)
+		n := int64(it.ItemCount)
+		if n <= 0 {
+			n = 1
+		}
+		c.records[ti].Add(n)
+		payload := decoded[it.PayloadStart:it.PayloadEnd]
+		switch ti {
+		case 0, 1, 5, 6: // event, transaction, log, span
+			s.scanCanaries(c, payload)
+		case 11: // client_report
+			s.clientReportOutcomes(c, payload)
+		case 12: // metric_buckets
+			s.bucketOutcomes(c, payload, srcMetricBuckets)
+		}
+	}
+}
+
+var (
+	metaKey = []byte(`"_meta"`)
+	remKey  = []byte(`"rem"`)
+)
+
+// scanCanaries counts canaries found in a forwarded payload and whether the
+// payload records a scrubbing remark in _meta.
+func (s *Server) scanCanaries(c *counters, payload []byte) {
+	c.scannedItems.Add(1)
+	canary.Scan(payload, func(f canary.Finding) {
+		i := canaryIndex(f.Kind.Code)
+		if i < 0 {
+			return
+		}
+		c.canaryFound[i].Add(1)
+		if f.Leaked {
+			c.canaryLeaks[i].Add(1)
+		}
+		if f.Kind.Expect == canary.Kept {
+			c.canaryKept[i].Add(1)
+		}
+	})
+	if m := bytes.Index(payload, metaKey); m >= 0 && bytes.Contains(payload[m:], remKey) {
+		c.scrubbedItems.Add(1)
+	}
+}
+
+// sentryKey finds sentry_key in X-Sentry-Auth, Authorization or the query.
+func sentryKey(req *http.Request) string {
+	if h := req.Header.Get("X-Sentry-Auth"); h != "" {
+		return authKey(h)
+	}
+	if h := req.Header.Get("Authorization"); h != "" {
+		return authKey(h)
+	}
+	if req.URL.RawQuery != "" {
+		return req.URL.Query().Get("sentry_key")
+	}
+	return ""
+}
+
+// authKey extracts sentry_key from "Sentry k=v, k=v" without allocating.
+func authKey(h string) string {
+	const prefix = "sentry "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return ""
+	}
+	rest := h[len(prefix):]
+	for rest != "" {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok && strings.TrimSpace(k) == "sentry_key" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// dsnKey extracts the public key from a DSN "scheme://key[:secret]@host/id".
+func dsnKey(dsn []byte) string {
+	i := bytes.Index(dsn, []byte("://"))
+	if i < 0 {
+		return ""
+	}
+	rest := dsn[i+3:]
+	at := bytes.IndexByte(rest, '@')
+	if at < 0 {
+		return ""
+	}
+	user := rest[:at]
+	if colon := bytes.IndexByte(user, ':'); colon >= 0 {
+		user = user[:colon]
+	}
+	return string(user)
+}

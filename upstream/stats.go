@@ -1,0 +1,504 @@
+package upstream
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayload/relayload/canary"
+	"github.com/relayload/relayload/compression"
+)
+
+// itemTypes are the envelope item types counted in their own slot. Anything
+// else lands in "other": item types come from the wire, and a map keyed by
+// them would let a client grow memory without bound.
+var itemTypes = [...]string{
+	"event", "transaction", "session", "sessions", "check_in", "log", "span",
+	"otel_log", "otel_span", "otel_traces_data", "trace_metric", "client_report",
+	"metric_buckets", "statsd", "metric_meta", "attachment", "user_report",
+	"user_report_v2", "feedback", "profile", "profile_chunk", "replay_event",
+	"replay_recording", "replay_video", "security", "raw_security", "form_data",
+	"nel", "unreal_report", "other",
+}
+
+const otherItemType = len(itemTypes) - 1
+
+// itemTypeIndex maps an item type to its slot without allocating (the
+// compiler turns switch string(b) into a comparison on the bytes).
+func itemTypeIndex(b []byte) int {
+	switch string(b) {
+	case "event":
+		return 0
+	case "transaction":
+		return 1
+	case "session":
+		return 2
+	case "sessions":
+		return 3
+	case "check_in":
+		return 4
+	case "log":
+		return 5
+	case "span":
+		return 6
+	case "otel_log":
+		return 7
+	case "otel_span":
+		return 8
+	case "otel_traces_data":
+		return 9
+	case "trace_metric":
+		return 10
+	case "client_report":
+		return 11
+	case "metric_buckets":
+		return 12
+	case "statsd":
+		return 13
+	case "metric_meta":
+		return 14
+	case "attachment":
+		return 15
+	case "user_report":
+		return 16
+	case "user_report_v2":
+		return 17
+	case "feedback":
+		return 18
+	case "profile":
+		return 19
+	case "profile_chunk":
+		return 20
+	case "replay_event":
+		return 21
+	case "replay_recording":
+		return 22
+	case "replay_video":
+		return 23
+	case "security":
+		return 24
+	case "raw_security":
+		return 25
+	case "form_data":
+		return 26
+	case "nel":
+		return 27
+	case "unreal_report":
+		return 28
+	}
+	return otherItemType
+}
+
+// Route names used in request statistics.
+const (
+	routeChallenge = iota
+	routeResponse
+	routeProjectConfigs
+	routePublicKeys
+	routeEnvelope
+	routeStore
+	routeMetrics
+	routeOutcomes
+	routeLive
+	routeStats
+	routeStatsReset
+	routeProjects
+	routeControl
+	routeNotFound
+	numRoutes
+)
+
+var routeNames = [numRoutes]string{
+	"register_challenge", "register_response", "projectconfigs", "publickeys",
+	"envelope", "store", "metrics", "outcomes", "live", "stats", "stats_reset",
+	"projects", "control", "not_found",
+}
+
+// encodings is the fixed order of per-encoding byte counters.
+var encodings = compression.Encodings()
+
+func encodingIndex(e compression.Encoding) int {
+	for i, x := range encodings {
+		if x == e {
+			return i
+		}
+	}
+	return 0
+}
+
+// maxOutcomeRows bounds the distinct (outcome, category, reason) rows kept;
+// reasons come from the wire. Further rows are folded into reason "other".
+const maxOutcomeRows = 2000
+
+// maxErrorReasons bounds the distinct error reasons.
+const maxErrorReasons = 500
+
+// counters is one generation of statistics. ResetStats swaps in a fresh
+// generation; a request loads the pointer once and counts everything it does
+// into that generation, so a reset never splits one request's counts.
+type counters struct {
+	started time.Time
+
+	envelopes      atomic.Int64
+	envelopesRelay atomic.Int64
+	envelopesSDK   atomic.Int64
+	items          [len(itemTypes)]atomic.Int64
+	records        [len(itemTypes)]atomic.Int64
+
+	encRequests [5]atomic.Int64
+	encWire     [5]atomic.Int64
+	encDecoded  [5]atomic.Int64
+
+	projEnvelopes []atomic.Int64 // by project index
+	projItems     []atomic.Int64
+
+	challenges atomic.Int64
+	responses  atomic.Int64
+	regFail    reasonCounter
+
+	cfgGlobal, cfgProject                    atomic.Int64
+	keysServed, keysPending, keysUnchanged   atomic.Int64
+	keysUnknown, globalPendingServed         atomic.Int64
+	sigVerified, sigCacheHits, sigNotChecked atomic.Int64
+	sigSampledOut                            atomic.Int64
+
+	metricBuckets atomic.Int64 // non-outcome buckets
+	outcomeMsgs   [4]atomic.Int64
+	outcomes      outcomeTable
+
+	canaryLeaks    []atomic.Int64 // by index into canaryKinds
+	canaryKept     []atomic.Int64
+	canaryFound    []atomic.Int64
+	scannedItems   atomic.Int64
+	scrubbedItems  atomic.Int64
+	panics         atomic.Int64
+	faultsInjected reasonCounter
+
+	errors   reasonCounter
+	requests [numRoutes][600]atomic.Int64
+}
+
+var canaryKinds = canary.Kinds()
+
+func canaryIndex(code string) int {
+	for i, k := range canaryKinds {
+		if k.Code == code {
+			return i
+		}
+	}
+	return -1
+}
+
+func newCounters(nProjects int) *counters {
+	return &counters{
+		started:       time.Now(),
+		projEnvelopes: make([]atomic.Int64, nProjects),
+		projItems:     make([]atomic.Int64, nProjects),
+		canaryLeaks:   make([]atomic.Int64, len(canaryKinds)),
+		canaryKept:    make([]atomic.Int64, len(canaryKinds)),
+		canaryFound:   make([]atomic.Int64, len(canaryKinds)),
+	}
+}
+
+// outcome sources in outcomeMsgs.
+const (
+	srcMetricBuckets = iota
+	srcClientReport
+	srcLegacy
+	srcMetricsEndpoint
+)
+
+var outcomeSourceNames = [4]string{"metric_buckets", "client_report", "legacy_outcomes", "metrics_endpoint"}
+
+// reasonCounter counts by a bounded set of string reasons.
+type reasonCounter struct {
+	m sync.Map // string → *atomic.Int64
+	n atomic.Int64
+}
+
+func (r *reasonCounter) add(reason string, d int64) {
+	if v, ok := r.m.Load(reason); ok {
+		v.(*atomic.Int64).Add(d)
+		return
+	}
+	if r.n.Load() >= maxErrorReasons {
+		reason = "other"
+	}
+	v, loaded := r.m.LoadOrStore(reason, new(atomic.Int64))
+	if !loaded {
+		r.n.Add(1)
+	}
+	v.(*atomic.Int64).Add(d)
+}
+
+func (r *reasonCounter) snapshot() map[string]int64 {
+	out := map[string]int64{}
+	r.m.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+type outcomeKey struct{ outcome, category, reason string }
+
+type outcomeTable struct {
+	mu   sync.Mutex
+	rows map[outcomeKey]*outcomeRow
+}
+
+type outcomeRow struct{ quantity, count int64 }
+
+func (t *outcomeTable) add(outcome, category, reason string, quantity int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rows == nil {
+		t.rows = map[outcomeKey]*outcomeRow{}
+	}
+	k := outcomeKey{outcome, category, reason}
+	r := t.rows[k]
+	if r == nil {
+		if len(t.rows) >= maxOutcomeRows {
+			k.reason = "other"
+			r = t.rows[k]
+		}
+		if r == nil {
+			r = &outcomeRow{}
+			t.rows[k] = r
+		}
+	}
+	r.quantity += quantity
+	r.count++
+}
+
+// Stats is a snapshot of everything the fake upstream counted since start or
+// the last reset. It marshals to the /stats JSON as-is.
+type Stats struct {
+	UptimeSeconds     float64 `json:"uptime_seconds"`
+	SinceResetSeconds float64 `json:"since_reset_seconds"`
+
+	Registrations  Registrations  `json:"registrations"`
+	ConfigRequests ConfigRequests `json:"config_requests"`
+	Signatures     Signatures     `json:"signatures"`
+
+	// Envelopes accepted by the envelope sink (2xx), by who sent them:
+	// "relay" (X-Sentry-Relay-Id present and verified) or "sdk".
+	Envelopes         int64            `json:"envelopes"`
+	EnvelopesBySender map[string]int64 `json:"envelopes_by_sender"`
+	// ItemsByType counts envelope items; RecordsByType counts what they hold
+	// (a log container's item_count, 1 for other items).
+	ItemsByType   map[string]int64            `json:"items_by_type"`
+	RecordsByType map[string]int64            `json:"records_by_type"`
+	Bytes         map[string]EncodingBytes    `json:"bytes_by_encoding"`
+	TopProjects   []ProjectStats              `json:"top_projects"`
+	MetricBuckets int64                       `json:"metric_buckets"`
+	Outcomes      Outcomes                    `json:"outcomes"`
+	Canaries      Canaries                    `json:"canaries"`
+	Errors        map[string]int64            `json:"errors"`
+	Requests      map[string]map[string]int64 `json:"requests"`
+	Faults        map[string]int64            `json:"faults_injected"`
+	Panics        int64                       `json:"panics"`
+}
+
+// Registrations counts the two registration steps.
+type Registrations struct {
+	Challenges int64            `json:"challenges"`
+	Responses  int64            `json:"responses"`
+	Failures   map[string]int64 `json:"failures"`
+}
+
+// ConfigRequests counts project-config traffic.
+type ConfigRequests struct {
+	Global        int64 `json:"global"`
+	GlobalPending int64 `json:"global_pending"`
+	Project       int64 `json:"project"`
+	KeysServed    int64 `json:"keys_served"`
+	Pending       int64 `json:"pending"`
+	Unchanged     int64 `json:"unchanged"`
+	Unknown       int64 `json:"unknown"`
+}
+
+// Signatures counts how request signatures were checked.
+type Signatures struct {
+	Verified   int64 `json:"verified"`    // full Ed25519 verification succeeded
+	CacheHits  int64 `json:"cache_hits"`  // identical signature value seen and verified before
+	SampledOut int64 `json:"sampled_out"` // envelope signatures only checked for form and age (--verify-envelope-every)
+	NotChecked int64 `json:"not_checked"` // verification switched off
+}
+
+// EncodingBytes counts bodies per Content-Encoding.
+type EncodingBytes struct {
+	Requests int64 `json:"requests"`
+	Wire     int64 `json:"wire"`
+	Decoded  int64 `json:"decoded"`
+}
+
+// ProjectStats is one project's share.
+type ProjectStats struct {
+	ID        int64 `json:"id"`
+	Envelopes int64 `json:"envelopes"`
+	Items     int64 `json:"items"`
+}
+
+// Outcomes aggregates outcomes from every source, by quantity.
+type Outcomes struct {
+	ByOutcome  map[string]int64 `json:"by_outcome"`
+	ByCategory map[string]int64 `json:"by_category"`
+	ByReason   map[string]int64 `json:"by_reason"`
+	Rows       []OutcomeRow     `json:"rows"`
+	// Messages counts the carriers outcomes arrived in, by source.
+	Messages map[string]int64 `json:"messages"`
+}
+
+// OutcomeRow is one (outcome, category, reason) combination.
+type OutcomeRow struct {
+	Outcome  string `json:"outcome"`
+	Category string `json:"category"`
+	Reason   string `json:"reason"`
+	Quantity int64  `json:"quantity"`
+	Count    int64  `json:"count"` // how many outcome records contributed
+}
+
+// Canaries reports PII canaries found in forwarded payloads.
+type Canaries struct {
+	ItemsScanned int64 `json:"items_scanned"`
+	// Leaks: canaries that survived scrubbing, by kind name.
+	Leaks map[string]int64 `json:"leaks"`
+	// KeptFound: negative controls found (expected to survive).
+	KeptFound map[string]int64 `json:"kept_found"`
+	// Found: every marker found, by kind (leaked or properly masked).
+	Found map[string]int64 `json:"found"`
+	// ScrubbedItems: items whose payload carries a _meta remark ("rem").
+	ScrubbedItems int64 `json:"scrubbed_items"`
+}
+
+// topProjects is how many projects /stats lists.
+const topProjects = 20
+
+func (c *counters) snapshot(s *Server) Stats {
+	now := time.Now()
+	st := Stats{
+		UptimeSeconds:     now.Sub(s.started).Seconds(),
+		SinceResetSeconds: now.Sub(c.started).Seconds(),
+		Registrations: Registrations{
+			Challenges: c.challenges.Load(),
+			Responses:  c.responses.Load(),
+			Failures:   c.regFail.snapshot(),
+		},
+		ConfigRequests: ConfigRequests{
+			Global:        c.cfgGlobal.Load(),
+			GlobalPending: c.globalPendingServed.Load(),
+			Project:       c.cfgProject.Load(),
+			KeysServed:    c.keysServed.Load(),
+			Pending:       c.keysPending.Load(),
+			Unchanged:     c.keysUnchanged.Load(),
+			Unknown:       c.keysUnknown.Load(),
+		},
+		Signatures: Signatures{
+			Verified:   c.sigVerified.Load(),
+			CacheHits:  c.sigCacheHits.Load(),
+			SampledOut: c.sigSampledOut.Load(),
+			NotChecked: c.sigNotChecked.Load(),
+		},
+		Envelopes:         c.envelopes.Load(),
+		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
+		ItemsByType:       map[string]int64{},
+		RecordsByType:     map[string]int64{},
+		Bytes:             map[string]EncodingBytes{},
+		MetricBuckets:     c.metricBuckets.Load(),
+		Errors:            c.errors.snapshot(),
+		Requests:          map[string]map[string]int64{},
+		TopProjects:       []ProjectStats{},
+		Faults:            c.faultsInjected.snapshot(),
+		Panics:            c.panics.Load(),
+		Canaries: Canaries{
+			ItemsScanned:  c.scannedItems.Load(),
+			Leaks:         map[string]int64{},
+			KeptFound:     map[string]int64{},
+			Found:         map[string]int64{},
+			ScrubbedItems: c.scrubbedItems.Load(),
+		},
+	}
+	for i, name := range itemTypes {
+		if n := c.items[i].Load(); n != 0 {
+			st.ItemsByType[name] = n
+			st.RecordsByType[name] = c.records[i].Load()
+		}
+	}
+	for i, e := range encodings {
+		if n := c.encRequests[i].Load(); n != 0 {
+			st.Bytes[string(e)] = EncodingBytes{Requests: n, Wire: c.encWire[i].Load(), Decoded: c.encDecoded[i].Load()}
+		}
+	}
+	for i := range c.projEnvelopes {
+		if n := c.projEnvelopes[i].Load(); n != 0 {
+			st.TopProjects = append(st.TopProjects, ProjectStats{ID: s.cfg.Projects[i].ID, Envelopes: n, Items: c.projItems[i].Load()})
+		}
+	}
+	sort.Slice(st.TopProjects, func(a, b int) bool {
+		pa, pb := st.TopProjects[a], st.TopProjects[b]
+		if pa.Envelopes != pb.Envelopes {
+			return pa.Envelopes > pb.Envelopes
+		}
+		return pa.ID < pb.ID
+	})
+	if len(st.TopProjects) > topProjects {
+		st.TopProjects = st.TopProjects[:topProjects]
+	}
+	for r := range c.requests {
+		for code := range c.requests[r] {
+			if n := c.requests[r][code].Load(); n != 0 {
+				m := st.Requests[routeNames[r]]
+				if m == nil {
+					m = map[string]int64{}
+					st.Requests[routeNames[r]] = m
+				}
+				m[strconv.Itoa(code)] = n
+			}
+		}
+	}
+	for i, k := range canaryKinds {
+		if n := c.canaryLeaks[i].Load(); n != 0 {
+			st.Canaries.Leaks[k.Name] = n
+		}
+		if n := c.canaryKept[i].Load(); n != 0 {
+			st.Canaries.KeptFound[k.Name] = n
+		}
+		if n := c.canaryFound[i].Load(); n != 0 {
+			st.Canaries.Found[k.Name] = n
+		}
+	}
+	st.Outcomes = Outcomes{
+		ByOutcome:  map[string]int64{},
+		ByCategory: map[string]int64{},
+		ByReason:   map[string]int64{},
+		Rows:       []OutcomeRow{},
+		Messages:   map[string]int64{},
+	}
+	for i, name := range outcomeSourceNames {
+		if n := c.outcomeMsgs[i].Load(); n != 0 {
+			st.Outcomes.Messages[name] = n
+		}
+	}
+	c.outcomes.mu.Lock()
+	for k, r := range c.outcomes.rows {
+		st.Outcomes.Rows = append(st.Outcomes.Rows, OutcomeRow{Outcome: k.outcome, Category: k.category, Reason: k.reason, Quantity: r.quantity, Count: r.count})
+		st.Outcomes.ByOutcome[k.outcome] += r.quantity
+		st.Outcomes.ByCategory[k.category] += r.quantity
+		st.Outcomes.ByReason[k.reason] += r.quantity
+	}
+	c.outcomes.mu.Unlock()
+	sort.Slice(st.Outcomes.Rows, func(a, b int) bool {
+		x, y := st.Outcomes.Rows[a], st.Outcomes.Rows[b]
+		if x.Outcome != y.Outcome {
+			return x.Outcome < y.Outcome
+		}
+		if x.Category != y.Category {
+			return x.Category < y.Category
+		}
+		return x.Reason < y.Reason
+	})
+	return st
+}
