@@ -1,0 +1,159 @@
+package blast
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/relayload/relayload/pool"
+)
+
+// Defaults applied by Run to zero Config fields.
+const (
+	DefaultDuration    = 10 * time.Second
+	DefaultMaxInflight = 4096
+	DefaultConcurrency = 64
+	DefaultTimeout     = 5 * time.Second
+	DefaultSDKClient   = "relayload-blast/1.0"
+)
+
+// Validity limits: a run that exceeds them is marked Invalid.
+const (
+	MaxDropFraction = 0.001                // dropped / scheduled
+	MaxLagP99       = 5 * time.Millisecond // schedule lag p99
+)
+
+// ErrConfig wraps every error caused by a bad Config (errors.Is); the CLI
+// turns it into exit status 2.
+var ErrConfig = errors.New("bad config")
+
+// Config describes one blast run.
+type Config struct {
+	// Target is the base URL of the Relay (or fake upstream), e.g.
+	// "http://127.0.0.1:3000"; each request goes to Target + the project's
+	// /api/<id>/envelope/ path. Only http:// is supported.
+	Target string
+	// Pool holds the envelopes to send; slot k sends entry k mod len.
+	Pool *pool.Pool
+
+	// Rate is the total requests per second of the shared schedule, over all
+	// shards. 0 means closed loop: Concurrency workers send back to back.
+	Rate float64
+	// Concurrency is the number of closed-loop workers (Rate 0 only).
+	Concurrency int
+	// Duration is the measured length of the schedule (after Warmup).
+	// Count is the number of measured slots of the shared schedule (all
+	// shards together). The run ends at whichever comes first; both zero
+	// means DefaultDuration.
+	Duration time.Duration
+	Count    int64
+	// Warmup precedes the measured schedule: requests due in the first
+	// Warmup are sent but only counted in Result.WarmupSent / Windows.
+	Warmup time.Duration
+
+	// MaxInflight bounds requests in flight; a slot due while MaxInflight
+	// requests are outstanding is dropped and counted, never queued.
+	MaxInflight int
+	// Shard i of Shards sends the global slots k ≡ i (mod Shards).
+	Shard, Shards int
+
+	// Timeout bounds each request (connect, send, response).
+	Timeout time.Duration
+	// Grace is how long a cancelled run waits for in-flight requests
+	// (default Timeout); requests still out after it count as Abandoned.
+	Grace time.Duration
+	// Client selects the HTTP client: ClientFastHTTP (default) or ClientNetHTTP.
+	Client string
+	// SDKClient is the sentry_client value in X-Sentry-Auth.
+	SDKClient string
+
+	// Progress, if set, receives one line per second: rate, sent, errors,
+	// dropped and the latency p99 of the last complete second.
+	Progress io.Writer
+
+	clock clock // nil: real time; tests inject a fake
+}
+
+// withDefaults validates c and fills defaults. The error wraps ErrConfig.
+func (c Config) withDefaults() (Config, *url.URL, error) {
+	bad := func(format string, a ...any) (Config, *url.URL, error) {
+		return c, nil, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
+	}
+	u, err := ParseTarget(c.Target)
+	if err != nil {
+		return c, nil, err
+	}
+	if c.Pool == nil || len(c.Pool.Entries) == 0 {
+		return bad("empty pool")
+	}
+	for i, e := range c.Pool.Entries {
+		if e.Project < 0 || e.Project >= len(c.Pool.Options.Projects) {
+			return bad("pool entry %d: project %d out of range", i, e.Project)
+		}
+	}
+	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
+		return bad("rate %v: want a positive number or max", c.Rate)
+	}
+	if c.Duration < 0 || c.Count < 0 || c.Warmup < 0 || c.Timeout < 0 || c.Grace < 0 {
+		return bad("negative duration, count, warmup, timeout or grace")
+	}
+	if c.Concurrency < 0 || c.MaxInflight < 0 {
+		return bad("negative concurrency or max-inflight")
+	}
+	if c.Shards == 0 && c.Shard == 0 {
+		c.Shards = 1
+	}
+	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
+		return bad("shard %d/%d: want 0 <= i < N", c.Shard, c.Shards)
+	}
+	if c.Duration == 0 && c.Count == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = DefaultMaxInflight
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Rate == 0 && c.Concurrency > c.MaxInflight {
+		c.MaxInflight = c.Concurrency
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Grace == 0 {
+		c.Grace = c.Timeout
+	}
+	if c.SDKClient == "" {
+		c.SDKClient = DefaultSDKClient
+	}
+	switch c.Client {
+	case "":
+		c.Client = ClientFastHTTP
+	case ClientFastHTTP, ClientNetHTTP:
+	default:
+		return bad("client %q: want %s or %s", c.Client, ClientFastHTTP, ClientNetHTTP)
+	}
+	return c, u, nil
+}
+
+// ParseTarget checks a --target URL: http://host[:port][/prefix], no query.
+func ParseTarget(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: target %q: %v", ErrConfig, s, err)
+	}
+	if u.Scheme != "http" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%w: target %q: want http://host[:port][/path]", ErrConfig, s)
+	}
+	if u.Port() == "" {
+		u.Host += ":80"
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
