@@ -153,6 +153,8 @@ type Server struct {
 	configRev    string
 	globalJSON   []byte
 
+	hook func(*http.Request) // test hook, called first for every request
+
 	faultMu sync.Mutex // guards faults writes and rng
 	faults  atomic.Pointer[faultState]
 	rng     *mrand.Rand
@@ -254,10 +256,20 @@ func (s *Server) RegisterRelay(id string, pub relayauth.PublicKey) {
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats { return s.stats.Load().snapshot(s) }
 
+// resetWait bounds how long ResetStats waits for requests still counting
+// into the old generation (a hanging-outage fault can hold one for long).
+const resetWait = 2 * time.Second
+
 // ResetStats zeroes every counter atomically and returns the final snapshot
-// of the generation it replaced.
+// of the generation it replaced. Requests in flight at the swap finish
+// counting into the old generation first (ResetStats waits up to 2 s for
+// them), so the returned snapshot plus later ones account for every request.
 func (s *Server) ResetStats() Stats {
 	old := s.stats.Swap(newCounters(len(s.cfg.Projects)))
+	deadline := time.Now().Add(resetWait)
+	for old.inflight.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
 	return old.snapshot(s)
 }
 
@@ -344,8 +356,26 @@ func protocolRoute(r int) bool {
 	return r <= routeLive || r == routeNotFound
 }
 
+// acquire pins the current counter generation for one request: ResetStats
+// waits until no request holds the generation it replaced, so every request
+// is counted entirely in one generation and no increment is lost.
+func (s *Server) acquire() *counters {
+	for {
+		c := s.stats.Load()
+		c.inflight.Add(1)
+		if s.stats.Load() == c {
+			return c
+		}
+		c.inflight.Add(-1)
+	}
+}
+
 func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
-	c := s.stats.Load()
+	if s.hook != nil {
+		s.hook(req)
+	}
+	c := s.acquire()
+	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
 	w := writerPool.Get().(*statusWriter)
 	w.ResponseWriter, w.status = rw, 0
 	r, projectID := route(req.URL.Path)
@@ -398,7 +428,12 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 			s.writeError(w, c, methodNotAllowed(req))
 			return
 		}
-		writeJSON(w, http.StatusOK, s.ResetStats())
+		// Release the old generation (ResetStats waits for it), count the
+		// reset request itself in the new one.
+		c.inflight.Add(-1)
+		st := s.ResetStats()
+		c = s.acquire()
+		writeJSON(w, http.StatusOK, st)
 	case routeProjects:
 		s.handleProjects(w, req, c)
 	case routeControl:

@@ -139,7 +139,8 @@ const maxErrorReasons = 500
 // generation; a request loads the pointer once and counts everything it does
 // into that generation, so a reset never splits one request's counts.
 type counters struct {
-	started time.Time
+	started  time.Time
+	inflight atomic.Int64 // requests counting into this generation
 
 	envelopes      atomic.Int64
 	envelopesRelay atomic.Int64
