@@ -1,0 +1,355 @@
+// Package standinrelay is a stand-in for Sentry's Relay, used only by
+// relayload's tests. It is a test fixture, not Relay: no Relay binary can be
+// built on the machines these tests run on, so orchestrate's end-to-end tests
+// drive this instead.
+//
+// It speaks the managed-mode client side of relay-protocol.md faithfully:
+// signed registration with backoff and relay-stop handling, the global config
+// poll (nothing is processed before a ready global config), batched v3
+// project-config fetches honouring pending, unchanged, revisions, expiry and
+// query timeouts, the SDK ingest endpoint with Relay's status codes, cached
+// upstream rate limits, forwarding split by processing group with
+// zstd (http.encoding) bodies signed over empty data, retries on network
+// errors, outcome buckets (26.6+ metric_buckets or client reports), the
+// readiness endpoints, StatsD metrics and graceful shutdown.
+//
+// Its event processing is a small imitation (JSON round trip plus a
+// key/value scrubbing pass) whose cost is real and deterministic, so
+// orchestrate's per-envelope CPU figures are reproducible; it says nothing
+// about Relay's own cost.
+package standinrelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/relayauth"
+)
+
+// Version is the Relay release whose protocol the stand-in follows; it is
+// sent as "version" at registration.
+const Version = "26.6.0"
+
+// Relay is a running stand-in relay.
+type Relay struct {
+	cfg     Config
+	creds   relayauth.Credentials
+	log     *Logger
+	up      *upstreamClient
+	decoder *compression.Decoder
+	metrics *statsd
+
+	auth     *auth
+	projects *projectCache
+	buffer   *buffer
+	limits   *rateLimits
+	outcomes *outcomeAggregator
+
+	globalReady atomic.Bool
+	stopping    atomic.Bool
+	sendSlots   chan struct{}
+	sending     atomic.Int64
+
+	ln      net.Listener
+	server  *http.Server
+	hardCtx context.Context // cancelled after the shutdown drain
+	stats   counters
+}
+
+// New checks the credentials and binds the listener (relay.host:relay.port;
+// port 0 picks a free one, see Addr). Logs go to log.
+func New(cfg Config, creds relayauth.Credentials, log *Logger) (*Relay, error) {
+	if cfg.Upstream == nil {
+		return nil, errors.New("standinrelay: config without upstream")
+	}
+	up, err := newUpstreamClient(cfg, creds)
+	if err != nil {
+		return nil, err
+	}
+	r := &Relay{
+		cfg:       cfg,
+		creds:     creds,
+		log:       log,
+		up:        up,
+		decoder:   compression.NewDecoder(cfg.MaxEnvelopeSize),
+		auth:      newAuth(),
+		buffer:    newBuffer(cfg.MaxBufferedEnvelopes, cfg.MaxBufferedBytes),
+		limits:    newRateLimits(),
+		outcomes:  newOutcomeAggregator(cfg.BucketInterval),
+		sendSlots: make(chan struct{}, cfg.MaxConcurrentRequests),
+	}
+	r.projects = newProjectCache(r)
+	if cfg.StatsdAddr != "" {
+		m, err := newStatsd(cfg.StatsdAddr, cfg.StatsdPrefix)
+		if err != nil {
+			return nil, fmt.Errorf("standinrelay: metrics.statsd: %w", err)
+		}
+		r.metrics = m
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr())
+	if err != nil {
+		return nil, fmt.Errorf("standinrelay: listen: %w", err)
+	}
+	r.ln = ln
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/{project_id}/envelope/", r.handleEnvelope)
+	mux.HandleFunc("GET /api/relay/healthcheck/ready/", r.handleReady)
+	mux.HandleFunc("GET /api/relay/healthcheck/live/", r.handleLive)
+	r.server = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Second, // limits.keepalive_timeout
+	}
+	return r, nil
+}
+
+// Addr is the listen address, e.g. 127.0.0.1:38211.
+func (r *Relay) Addr() string { return r.ln.Addr().String() }
+
+// Ready reports what the readiness endpoint says: registered and not
+// shutting down. (Relay recomputes this every 3 s; the stand-in answers live.)
+func (r *Relay) Ready() bool {
+	return r.auth.get() == authRegistered && !r.stopping.Load()
+}
+
+// isReady reports whether a key's envelopes can be processed now.
+func (r *Relay) isReady(key string) bool {
+	if !r.globalReady.Load() {
+		return false
+	}
+	s, _ := r.projects.status(key)
+	return s != projectLoading
+}
+
+// projectResolved is called after the cache stored an answer for key.
+func (r *Relay) projectResolved(key string, enabled bool) {
+	if !enabled {
+		if js := r.buffer.drop(key); len(js) > 0 {
+			r.stats.droppedDisabled.Add(int64(len(js)))
+			r.log.Debugf("project %s disabled: dropped %d buffered envelopes", key, len(js))
+		}
+		return
+	}
+	if r.globalReady.Load() {
+		r.buffer.release(key)
+	}
+}
+
+// globalConfigReady is called for every ready global config.
+func (r *Relay) globalConfigReady() {
+	if r.globalReady.CompareAndSwap(false, true) {
+		r.log.Infof("global config received; processing starts")
+		r.buffer.releaseWhere(r.isReady)
+	}
+}
+
+// Run serves until ctx ends, then shuts down gracefully: the listener
+// closes, buffered and in-flight envelopes are forwarded for up to
+// limits.shutdown_timeout, remaining outcomes are flushed. It returns nil
+// after a graceful shutdown.
+func (r *Relay) Run(ctx context.Context) error {
+	if r.cfg.MaxThreadCount > 0 {
+		runtime.GOMAXPROCS(r.cfg.MaxThreadCount)
+	}
+	hardCtx, hardCancel := context.WithCancel(context.Background())
+	defer hardCancel()
+	r.hardCtx = hardCtx
+
+	var wg sync.WaitGroup
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(hardCtx) }()
+	}
+	goRun(r.runAuth)
+	goRun(r.runGlobalConfig)
+	goRun(r.projects.run)
+	goRun(r.runOutcomes)
+	goRun(func(ctx context.Context) { r.metrics.run(ctx, time.Second) })
+	goRun(r.runGauges)
+	workers := runtime.GOMAXPROCS(0)
+	var workerWG sync.WaitGroup
+	for range workers {
+		workerWG.Add(1)
+		go func() {
+			defer workerWG.Done()
+			for {
+				j, ok := r.buffer.pop()
+				if !ok {
+					return
+				}
+				r.process(j)
+				r.buffer.done(j)
+			}
+		}()
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- r.server.Serve(r.ln) }()
+	r.log.Infof("standin-relay %s (test fixture, not Relay) listening on %s, upstream %s", Version, r.Addr(), r.cfg.Upstream)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("standinrelay: serve: %w", err)
+	}
+
+	// Graceful shutdown.
+	r.log.Infof("shutting down (timeout %s)", r.cfg.ShutdownTimeout)
+	shutdownStart := time.Now()
+	deadline := shutdownStart.Add(r.cfg.ShutdownTimeout)
+	r.stopping.Store(true)
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
+	_ = r.server.Shutdown(sctx)
+	cancel()
+	drained := r.waitDrained(deadline)
+	r.flushOutcomes(hardCtx, true)
+	drained = r.waitDrained(deadline) && drained
+	lost := r.buffer.close()
+	hardCancel()
+	workerWG.Wait()
+	wg.Wait()
+	held, _ := r.buffer.len()
+	if !drained || len(lost) > 0 {
+		r.log.Warnf("shutdown timeout: %d buffered envelopes lost (%d waited for a config), %d sends aborted", held+len(lost), len(lost), r.sending.Load())
+	}
+	r.log.Infof("shut down in %s", time.Since(shutdownStart).Round(time.Millisecond))
+	return runErr
+}
+
+// waitDrained waits until nothing is ready, being processed or being sent.
+// Envelopes waiting for a config do count: they may still get one.
+func (r *Relay) waitDrained(deadline time.Time) bool {
+	for {
+		held, _ := r.buffer.len()
+		if held == 0 && r.sending.Load() == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runGauges reports buffer gauges to StatsD every second.
+func (r *Relay) runGauges(ctx context.Context) {
+	if r.metrics == nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			held, waiting := r.buffer.len()
+			r.metrics.Gauge("buffer.envelopes_count", float64(held))
+			r.metrics.Gauge("buffer.waiting_for_config", float64(waiting))
+			r.metrics.Gauge("upstream.requests.inflight", float64(r.sending.Load()))
+		}
+	}
+}
+
+// counters are the stand-in's own tallies (see Stats).
+type counters struct {
+	requests, queued                                      atomic.Int64
+	status2xx, status400, status401, status403, status413 atomic.Int64
+	status429, status503, statusOther                     atomic.Int64
+	parts, forwarded, forwardRetries, forwardRejected     atomic.Int64
+	forwardRateLimited, forwardLost                       atomic.Int64
+	droppedDisabled, droppedInvalid                       atomic.Int64
+	itemsInvalid, itemsDropped, itemsRateLimited          atomic.Int64
+	registrations, registerFailures                       atomic.Int64
+	globalRequests, projectRequests, projectRequestErrors atomic.Int64
+	projectPending, projectUnchanged                      atomic.Int64
+	outcomes, outcomeEnvelopes                            atomic.Int64
+}
+
+func (c *counters) countStatus(status int) {
+	switch {
+	case status >= 200 && status < 300:
+		c.status2xx.Add(1)
+	case status == 400:
+		c.status400.Add(1)
+	case status == 401:
+		c.status401.Add(1)
+	case status == 403:
+		c.status403.Add(1)
+	case status == 413:
+		c.status413.Add(1)
+	case status == 429:
+		c.status429.Add(1)
+	case status == 503:
+		c.status503.Add(1)
+	default:
+		c.statusOther.Add(1)
+	}
+}
+
+// Stats is a snapshot of the stand-in's counters.
+type Stats struct {
+	Requests           int64            `json:"requests"`         // ingest requests
+	Responses          map[string]int64 `json:"responses"`        // by status class
+	Queued             int64            `json:"queued"`           // envelopes accepted into the buffer
+	Parts              int64            `json:"parts"`            // per-group envelopes handed to forwarding
+	Forwarded          int64            `json:"forwarded"`        // 2xx from upstream (incl. outcome envelopes)
+	ForwardRetries     int64            `json:"forward_retries"`  // network errors / 502-504 retried
+	ForwardRejected    int64            `json:"forward_rejected"` // other non-2xx: dropped as received
+	ForwardRateLimited int64            `json:"forward_429"`      // 429 from upstream
+	ForwardLost        int64            `json:"forward_lost"`     // aborted by shutdown or auth denial
+	DroppedDisabled    int64            `json:"dropped_disabled"` // envelopes of disabled projects
+	DroppedInvalid     int64            `json:"dropped_invalid"`  // envelopes dropped whole (project_id)
+	ItemsInvalid       int64            `json:"items_invalid"`    // invalid_json items
+	ItemsDropped       int64            `json:"items_dropped"`    // dropped without outcome (logs w/o feature)
+	ItemsRateLimited   int64            `json:"items_rate_limited"`
+	Registrations      int64            `json:"registrations"`
+	RegisterFailures   int64            `json:"register_failures"`
+	GlobalRequests     int64            `json:"global_requests"`
+	ProjectRequests    int64            `json:"project_requests"`
+	ProjectErrors      int64            `json:"project_request_errors"`
+	ProjectPending     int64            `json:"project_pending"`
+	ProjectUnchanged   int64            `json:"project_unchanged"`
+	Outcomes           int64            `json:"outcomes"`          // outcome quantity recorded
+	OutcomeEnvelopes   int64            `json:"outcome_envelopes"` // outcome envelopes sent
+	OutcomeRowsDropped int64            `json:"outcome_rows_dropped"`
+	Buffered           int              `json:"buffered"`
+	WaitingForConfig   int              `json:"waiting_for_config"`
+	Auth               string           `json:"auth"`
+	GlobalConfig       bool             `json:"global_config"`
+}
+
+// Stats returns a snapshot.
+func (r *Relay) Stats() Stats {
+	c := &r.stats
+	held, waiting := r.buffer.len()
+	r.outcomes.mu.Lock()
+	dropped := r.outcomes.dropped
+	r.outcomes.mu.Unlock()
+	return Stats{
+		Requests: c.requests.Load(),
+		Responses: map[string]int64{
+			"2xx": c.status2xx.Load(), "400": c.status400.Load(), "401": c.status401.Load(), "403": c.status403.Load(),
+			"413": c.status413.Load(), "429": c.status429.Load(), "503": c.status503.Load(), "other": c.statusOther.Load(),
+		},
+		Queued: c.queued.Load(), Parts: c.parts.Load(), Forwarded: c.forwarded.Load(),
+		ForwardRetries: c.forwardRetries.Load(), ForwardRejected: c.forwardRejected.Load(),
+		ForwardRateLimited: c.forwardRateLimited.Load(), ForwardLost: c.forwardLost.Load(),
+		DroppedDisabled: c.droppedDisabled.Load(), DroppedInvalid: c.droppedInvalid.Load(),
+		ItemsInvalid: c.itemsInvalid.Load(), ItemsDropped: c.itemsDropped.Load(), ItemsRateLimited: c.itemsRateLimited.Load(),
+		Registrations: c.registrations.Load(), RegisterFailures: c.registerFailures.Load(),
+		GlobalRequests: c.globalRequests.Load(), ProjectRequests: c.projectRequests.Load(), ProjectErrors: c.projectRequestErrors.Load(),
+		ProjectPending: c.projectPending.Load(), ProjectUnchanged: c.projectUnchanged.Load(),
+		Outcomes: c.outcomes.Load(), OutcomeEnvelopes: c.outcomeEnvelopes.Load(), OutcomeRowsDropped: dropped,
+		Buffered: held, WaitingForConfig: waiting, Auth: r.auth.get().String(), GlobalConfig: r.globalReady.Load(),
+	}
+}
