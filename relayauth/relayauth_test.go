@@ -2,7 +2,9 @@ package relayauth
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ed25519"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -217,19 +219,28 @@ func TestVerifyHeaderContent(t *testing.T) {
 		maxAge       time.Duration
 		want         error // nil = verifies
 	}{
-		{"no t never expires", `{}`, time.Second, nil},
-		{"null t never expires", `{"t":null}`, time.Second, nil},
+		// current relay-auth and sentry_relay 0.10.1 require "t"
+		{"no t", `{}`, 0, ErrMalformed},
+		{"null t", `{"t":null}`, 0, ErrMalformed},
+		{"key match is case sensitive", `{"T":"2026-07-01T12:00:00Z"}`, 0, ErrMalformed},
 		{"unknown fields ignored", `{"t":"2026-07-01T11:59:59Z","x":1}`, time.Minute, nil},
-		{"key match is case sensitive", `{"T":"2000-01-01T00:00:00Z"}`, time.Second, nil},
+		{"explicit v0", `{"t":"2026-07-01T11:59:59Z","a":"v0"}`, time.Minute, nil},
+		{"null a", `{"t":"2026-07-01T11:59:59Z","a":null}`, time.Minute, nil},
+		{"unknown algorithm", `{"t":"2026-07-01T11:59:59Z","a":"v2"}`, 0, ErrMalformed},
 		{"offset timestamp", `{"t":"2026-07-01T13:59:00+02:00"}`, 5 * time.Minute, nil},
+		{"chrono: space separator", `{"t":"2026-07-01 11:59:00Z"}`, 5 * time.Minute, nil},
+		{"chrono: lowercase t and z", `{"t":"2026-07-01t11:59:00z"}`, 5 * time.Minute, nil},
+		{"no zone", `{"t":"2026-07-01T11:59:00"}`, 0, ErrMalformed},
 		{"old t, age check off", `{"t":"2000-01-01T00:00:00Z"}`, 0, nil},
 		{"old t", `{"t":"2000-01-01T00:00:00Z"}`, 5 * time.Minute, ErrExpired},
 		{"exactly max age", `{"t":"2026-07-01T11:55:00Z"}`, 5 * time.Minute, nil},
 		{"max age + 1ns", `{"t":"2026-07-01T11:54:59.999999999Z"}`, 5 * time.Minute, ErrExpired},
-		{"future within skew", `{"t":"2026-07-01T12:00:59Z"}`, 5 * time.Minute, nil},
-		{"future beyond skew", `{"t":"2026-07-01T12:01:01Z"}`, 5 * time.Minute, ErrExpired},
-		{"future, age check off", `{"t":"2030-01-01T00:00:00Z"}`, 0, nil},
+		{"future within skew", `{"t":"2026-07-01T12:00:15Z"}`, 5 * time.Minute, nil},
+		{"future beyond skew", `{"t":"2026-07-01T12:00:15.000000001Z"}`, 5 * time.Minute, ErrExpired},
+		{"future beyond skew, age check off", `{"t":"2030-01-01T00:00:00Z"}`, 0, ErrExpired},
+		{"future within skew, age check off", `{"t":"2026-07-01T12:00:10Z"}`, 0, nil},
 		{"not json", `not json`, 0, ErrMalformed},
+		{"json null", `null`, 0, ErrMalformed},
 		{"json array", `["2026-07-01T12:00:00Z"]`, 0, ErrMalformed},
 		{"t is a number", `{"t":1599572015}`, 0, ErrMalformed},
 		{"t not RFC 3339", `{"t":"yesterday"}`, 0, ErrMalformed},
@@ -241,6 +252,41 @@ func TestVerifyHeaderContent(t *testing.T) {
 				t.Fatalf("Verify = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestPrehashedSignature(t *testing.T) {
+	sk := mustSecret(t, testSeed)
+	pk := sk.Public()
+	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	data := []byte("large body, signed incrementally")
+	v1 := []byte(`{"t":"2026-07-01T12:00:00Z","a":"v1"}`)
+	sig := sk.SignWithHeader(data, v1)
+	if err := pk.Verify(data, sig, time.Minute, now); err != nil {
+		t.Fatalf("v1: %v", err)
+	}
+	// Independent check: Ed25519ph over SHA-512(header ‖ 0 ‖ data), empty context.
+	sigPart, _, _ := strings.Cut(sig, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(sigPart)
+	d := sha512.Sum512(append(append(bytes.Clone(v1), 0), data...))
+	if err := ed25519.VerifyWithOptions(pk.pub, d[:], raw, &ed25519.Options{Hash: crypto.SHA512}); err != nil {
+		t.Errorf("not Ed25519ph: %v", err)
+	}
+	// A regular signature relabelled v1, and a v1 signature relabelled v0, fail.
+	regular := sk.SignWithHeader(data, []byte(`{"t":"2026-07-01T12:00:00Z","a":"v0"}`))
+	rs, _, _ := strings.Cut(regular, ".")
+	for name, forged := range map[string]string{
+		"v0 sig, v1 header": rs + "." + base64.RawURLEncoding.EncodeToString(v1),
+		"v1 sig, v0 header": sigPart + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"t":"2026-07-01T12:00:00Z","a":"v0"}`)),
+		"v1 data changed":   sig,
+	} {
+		d := data
+		if name == "v1 data changed" {
+			d = append(bytes.Clone(data), '!')
+		}
+		if err := pk.Verify(d, forged, 0, now); !isErr(err, ErrBadSignature) {
+			t.Errorf("%s: %v, want ErrBadSignature", name, err)
+		}
 	}
 }
 
@@ -423,6 +469,14 @@ func TestMintValidateToken(t *testing.T) {
 	}
 	if _, err := ValidateToken(secret, tok, time.Minute, time.Unix(1_780_000_061, 0)); !isErr(err, ErrExpired) {
 		t.Errorf("at +61s: %v, want ErrExpired", err)
+	}
+	// Minted in the future: up to 15 whole seconds of clock skew pass, even
+	// with the age check off (sentry_relay 0.10.1 behaves the same).
+	if _, err := ValidateToken(secret, tok, 0, time.Unix(1_780_000_000-15, 0)); err != nil {
+		t.Errorf("minted 15s ahead: %v", err)
+	}
+	if _, err := ValidateToken(secret, tok, 0, time.Unix(1_780_000_000-16, 999_999_999)); !isErr(err, ErrExpired) {
+		t.Errorf("minted 16s ahead: %v, want ErrExpired", err)
 	}
 
 	forged := func(stateJSON string) string {

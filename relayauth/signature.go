@@ -1,7 +1,10 @@
 package relayauth
 
 import (
+	"bytes"
+	"crypto"
 	"crypto/ed25519"
+	"crypto/sha512"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,11 +12,19 @@ import (
 	"time"
 )
 
-// maxFutureSkew is how far in the future a signature timestamp may lie when
-// the age check is on. Relay's own check (relay-auth SignatureHeader::expired)
-// only rejects old signatures; we also reject timestamps far in the future, but
-// allow this much clock skew between signer and verifier.
-const maxFutureSkew = 60 * time.Second
+// maxFutureSkew is how far in the future a signature or token timestamp may
+// lie. Sentry's verifier (sentry_relay 0.10.1, measured by the interop suite)
+// accepts up to 15 s ahead of its clock, whatever the max age, and rejects
+// later timestamps as expired; newer relay-auth code compares |now - t| with
+// the max age instead. 15 s is the stricter of the two for max ages >= 15 s.
+const maxFutureSkew = 15 * time.Second
+
+// Signature algorithms of the header's optional "a" field (relay-auth
+// SignatureAlgorithm). Absent means regular.
+const (
+	algRegular   = "v0" // Ed25519 over header ‖ 0x00 ‖ data
+	algPrehashed = "v1" // Ed25519ph over SHA-512(header ‖ 0x00 ‖ data), empty context
+)
 
 // Sign signs data the way Relay signs upstream requests and returns the
 // X-Sentry-Relay-Signature value:
@@ -23,24 +34,58 @@ const maxFutureSkew = 60 * time.Second
 // where header is {"t":"<now, RFC 3339 UTC>"}. The timestamp is formatted like
 // Relay's chrono serializer: fraction omitted when zero, else 3, 6 or 9 digits.
 func (k SecretKey) Sign(data []byte, now time.Time) string {
-	return k.SignWithHeader(data, signatureHeader(now))
+	return k.sign(data, signatureHeader(now), false)
 }
 
 // SignWithHeader signs data with a caller-chosen header JSON. Ed25519 is
 // deterministic, so the result is reproducible; it exists for test vectors and
-// for playing a misbehaving signer.
+// for playing a misbehaving signer. Like relay-auth's sign_with_header, a
+// header with "a":"v1" selects the pre-hashed algorithm (Ed25519ph over
+// SHA-512(header ‖ 0x00 ‖ data)); anything else signs the regular way.
 func (k SecretKey) SignWithHeader(data, headerJSON []byte) string {
-	msg := make([]byte, 0, len(headerJSON)+1+len(data))
-	msg = append(msg, headerJSON...)
-	msg = append(msg, 0)
-	msg = append(msg, data...)
-	sig := ed25519.Sign(k.priv, msg)
+	prehashed := false
+	if bytes.Contains(headerJSON, []byte(`"a"`)) {
+		var h struct {
+			A string `json:"a"`
+		}
+		prehashed = json.Unmarshal(headerJSON, &h) == nil && h.A == algPrehashed
+	}
+	return k.sign(data, headerJSON, prehashed)
+}
+
+func (k SecretKey) sign(data, headerJSON []byte, prehashed bool) string {
+	var sig []byte
+	if prehashed {
+		digest := prehash(headerJSON, data)
+		var err error
+		sig, err = k.priv.Sign(nil, digest[:], &ed25519.Options{Hash: crypto.SHA512})
+		if err != nil { // only for a zero SecretKey
+			panic("relayauth: sign with an invalid secret key: " + err.Error())
+		}
+	} else {
+		msg := make([]byte, 0, len(headerJSON)+1+len(data))
+		msg = append(msg, headerJSON...)
+		msg = append(msg, 0)
+		msg = append(msg, data...)
+		sig = ed25519.Sign(k.priv, msg)
+	}
 	var sb strings.Builder
 	sb.Grow(b64.EncodedLen(len(sig)) + 1 + b64.EncodedLen(len(headerJSON)))
 	sb.WriteString(b64.EncodeToString(sig))
 	sb.WriteByte('.')
 	sb.WriteString(b64.EncodeToString(headerJSON))
 	return sb.String()
+}
+
+// prehash is SHA-512(header ‖ 0x00 ‖ data), relay-auth's create_digest.
+func prehash(header, data []byte) [sha512.Size]byte {
+	h := sha512.New()
+	h.Write(header)
+	h.Write([]byte{0})
+	h.Write(data)
+	var d [sha512.Size]byte
+	h.Sum(d[:0])
+	return d
 }
 
 // signatureHeader returns the compact JSON {"t":"..."} for now.
@@ -82,12 +127,16 @@ func appendFrac(b []byte, v, digits int) []byte {
 // Verify checks an X-Sentry-Relay-Signature value sig over data.
 //
 // The value is split at the first '.'; a value without a header part is
-// rejected (ErrMalformed), as Relay does. The Ed25519 signature covers
-// header ‖ 0x00 ‖ data (ErrBadSignature if it does not match). With maxAge > 0
-// the header's "t" must not be older than now-maxAge (ErrExpired) nor more
-// than 60 s in the future (clock skew allowance; Relay itself never rejects
-// future timestamps). A header without "t" (or with "t": null) never expires.
-// maxAge 0 disables the age check.
+// rejected (ErrMalformed), as Relay does. The header must be a JSON object
+// with a "t" timestamp: current relay-auth and Sentry's sentry_relay reject
+// headers without one (ErrMalformed). Its optional "a" picks the algorithm:
+// absent or "v0" verifies Ed25519 over header ‖ 0x00 ‖ data, "v1" verifies
+// Ed25519ph over SHA-512 of the same bytes; a mismatch is ErrBadSignature.
+//
+// Time checks (ErrExpired), after the signature verified: with maxAge > 0, t
+// must not be older than now-maxAge; maxAge 0 disables that age check. In
+// every case t may lie at most 15 s after now (Sentry's tolerance for clock
+// skew, see maxFutureSkew).
 func (k PublicKey) Verify(data []byte, sig string, maxAge time.Duration, now time.Time) error {
 	if len(k.pub) != ed25519.PublicKeySize {
 		return fmt.Errorf("%w: verify with an empty public key", ErrMalformed)
@@ -107,21 +156,25 @@ func (k PublicKey) Verify(data []byte, sig string, maxAge time.Duration, now tim
 	if err != nil {
 		return fmt.Errorf("signature header: %w", err)
 	}
-	msg := make([]byte, 0, len(header)+1+len(data))
-	msg = append(msg, header...)
-	msg = append(msg, 0)
-	msg = append(msg, data...)
-	if !ed25519.Verify(k.pub, msg, rawSig) {
-		return fmt.Errorf("%w: ed25519 signature does not match data", ErrBadSignature)
-	}
-	ts, hasT, err := parseSignatureHeader(header)
+	ts, alg, err := parseSignatureHeader(header)
 	if err != nil {
 		return err
 	}
-	if maxAge <= 0 || !hasT {
-		return nil
+	if alg == algPrehashed {
+		digest := prehash(header, data)
+		if ed25519.VerifyWithOptions(k.pub, digest[:], rawSig, &ed25519.Options{Hash: crypto.SHA512}) != nil {
+			return fmt.Errorf("%w: ed25519ph signature does not match data", ErrBadSignature)
+		}
+	} else {
+		msg := make([]byte, 0, len(header)+1+len(data))
+		msg = append(msg, header...)
+		msg = append(msg, 0)
+		msg = append(msg, data...)
+		if !ed25519.Verify(k.pub, msg, rawSig) {
+			return fmt.Errorf("%w: ed25519 signature does not match data", ErrBadSignature)
+		}
 	}
-	if ts.Before(now.Add(-maxAge)) {
+	if maxAge > 0 && ts.Before(now.Add(-maxAge)) {
 		return fmt.Errorf("%w: signature time %s is older than %s", ErrExpired, ts.UTC().Format(time.RFC3339Nano), maxAge)
 	}
 	if ts.After(now.Add(maxFutureSkew)) {
@@ -130,24 +183,48 @@ func (k PublicKey) Verify(data []byte, sig string, maxAge time.Duration, now tim
 	return nil
 }
 
-// parseSignatureHeader reads "t" from the header JSON. Keys are matched
-// exactly (encoding/json struct decoding would match "T" too; serde does not).
-func parseSignatureHeader(header []byte) (t time.Time, ok bool, err error) {
+// parseSignatureHeader reads "t" and "a" from the header JSON. Keys are
+// matched exactly (encoding/json struct decoding would match "T" too; serde
+// does not); unknown keys are ignored.
+func parseSignatureHeader(header []byte) (t time.Time, alg string, err error) {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(header, &fields); err != nil {
-		return time.Time{}, false, fmt.Errorf("%w: signature header is not a JSON object: %v", ErrMalformed, err)
+	if err := json.Unmarshal(header, &fields); err != nil || fields == nil {
+		return time.Time{}, "", fmt.Errorf("%w: signature header is not a JSON object", ErrMalformed)
 	}
-	raw, found := fields["t"]
-	if !found || string(raw) == "null" {
-		return time.Time{}, false, nil
+	alg = algRegular
+	if raw, ok := fields["a"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &alg) != nil || (alg != algRegular && alg != algPrehashed) {
+			return time.Time{}, "", fmt.Errorf("%w: signature header \"a\" is %s, want \"v0\" or \"v1\"", ErrMalformed, raw)
+		}
+	}
+	raw, ok := fields["t"]
+	if !ok || string(raw) == "null" {
+		return time.Time{}, "", fmt.Errorf("%w: signature header has no \"t\" timestamp", ErrMalformed)
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return time.Time{}, false, fmt.Errorf("%w: signature header \"t\" is not a string", ErrMalformed)
+		return time.Time{}, "", fmt.Errorf("%w: signature header \"t\" is not a string", ErrMalformed)
 	}
-	t, err = time.Parse(time.RFC3339Nano, s)
+	t, err = parseChronoTime(s)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("%w: signature header \"t\": %v", ErrMalformed, err)
+		return time.Time{}, "", fmt.Errorf("%w: signature header \"t\": %v", ErrMalformed, err)
 	}
-	return t, true, nil
+	return t, alg, nil
+}
+
+// parseChronoTime parses an RFC 3339 timestamp as chrono's DateTime<Utc>
+// deserializer does, which also accepts a lowercase 't'/'z' and a space
+// between date and time.
+func parseChronoTime(s string) (time.Time, error) {
+	if len(s) > 10 && (s[10] == ' ' || s[10] == 't') || strings.HasSuffix(s, "z") {
+		b := []byte(s)
+		if len(b) > 10 && (b[10] == ' ' || b[10] == 't') {
+			b[10] = 'T'
+		}
+		if b[len(b)-1] == 'z' {
+			b[len(b)-1] = 'Z'
+		}
+		s = string(b)
+	}
+	return time.Parse(time.RFC3339Nano, s)
 }

@@ -68,11 +68,12 @@ func tokenMAC(secret []byte, state string) []byte {
 
 // ValidateToken checks a token minted by MintToken (or by Sentry) with the
 // same secret and returns its state. The MAC is checked first
-// (ErrBadSignature), then the state is decoded (ErrMalformed); with
-// maxAge > 0 a state whose timestamp + maxAge lies before now is ErrExpired.
-// Like relay-auth, future timestamps are not rejected: the MAC proves we
-// minted them. A token without ':' is ErrMalformed (relay-auth reports that
-// case as a bad signature, since it checks an empty MAC).
+// (ErrBadSignature), then the state is decoded (ErrMalformed). Time checks
+// (ErrExpired) compare whole seconds, as relay-auth does: with maxAge > 0 a
+// state whose timestamp + maxAge lies before now is expired (maxAge 0: no
+// age check); a timestamp more than 15 s after now is always rejected, as
+// sentry_relay 0.10.1 does. A token without ':' is ErrMalformed (relay-auth
+// reports that case as a bad signature, since it checks an empty MAC).
 func ValidateToken(secret []byte, token string, maxAge time.Duration, now time.Time) (TokenState, error) {
 	state, macPart, ok := strings.Cut(token, ":")
 	if !ok {
@@ -96,6 +97,9 @@ func ValidateToken(secret []byte, token string, maxAge time.Duration, now time.T
 	// Whole seconds, as relay-auth compares: timestamp + max_age < now.
 	if maxAge > 0 && st.Timestamp+int64(maxAge/time.Second) < now.Unix() {
 		return TokenState{}, fmt.Errorf("%w: token minted at %s is older than %s", ErrExpired, time.Unix(st.Timestamp, 0).UTC().Format(time.RFC3339), maxAge)
+	}
+	if st.Timestamp > now.Unix()+int64(maxFutureSkew/time.Second) {
+		return TokenState{}, fmt.Errorf("%w: token minted at %s is more than %s in the future", ErrExpired, time.Unix(st.Timestamp, 0).UTC().Format(time.RFC3339), maxFutureSkew)
 	}
 	return st, nil
 }
