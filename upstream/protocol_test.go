@@ -101,7 +101,7 @@ func TestRegistrationRejects(t *testing.T) {
 		},
 		{
 			name: "deny relays", body: challenge(r.id, r.pub.String()),
-			mod:  func(c *Config) { c.DenyRelays = true },
+			mod: func(c *Config) { c.DenyRelays = true },
 			hdr: func(f *fixture, body string) map[string]string {
 				return map[string]string{"X-Sentry-Relay-Id": r.id, "X-Sentry-Relay-Signature": r.sk.Sign([]byte(body), f.clock.Now())}
 			},

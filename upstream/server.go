@@ -371,9 +371,6 @@ func (s *Server) acquire() *counters {
 }
 
 func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
-	if s.hook != nil {
-		s.hook(req)
-	}
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
 	w := writerPool.Get().(*statusWriter)
@@ -399,6 +396,9 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 		w.ResponseWriter = nil
 		writerPool.Put(w)
 	}()
+	if s.hook != nil {
+		s.hook(req)
+	}
 	if protocolRoute(r) {
 		if done := s.applyFaults(w, req, r, c); done {
 			return
