@@ -140,16 +140,26 @@ func (d *Decoder) tooLarge(enc Encoding) error {
 	return fmt.Errorf("%w: %s body decodes to more than %d bytes", ErrTooLarge, enc, d.max)
 }
 
-// decodeZstd runs the shared decoder's DecodeAll with WithDecodeAllCapLimit:
-// output never goes past cap(dst). It sizes dst from the frame's declared
-// content size when there is one, otherwise guesses and doubles on
-// ErrDecoderSizeExceeded up to the cap (each retry decodes again; normal
-// bodies with a declared size, or a reused dst, decode once).
+// zstdBlock is the most one zstd block can decode to (128 KiB) plus the
+// decoder's over-write slack: how far past a buffer's end a block may need.
+const zstdBlock = 128<<10 + zstdSlack
+
+// decodeZstd runs the shared decoder's DecodeAll with WithDecodeAllCapLimit,
+// so output never goes past cap(dst), and never hands it a buffer larger than
+// max+zstdBlock. dst is sized from the first frame's declared content size
+// when there is one; otherwise (Relay's streaming encoder declares none) it
+// starts from cap(dst) or a guess and doubles, decoding again, while DecodeAll
+// fails near the end of the buffer. With the cap limit, klauspost reports a
+// block that does not fit either as ErrDecoderSizeExceeded or as an "output
+// bigger than max block size" error, so any error within one block of the
+// buffer's end is treated as "may need more room" until the buffer is at its
+// largest; only then is it ErrTooLarge or ErrCorrupt. Callers that pass a
+// reused dst with enough capacity decode once, with no allocations.
 func (d *Decoder) decodeZstd(src, dst []byte) ([]byte, error) {
 	if len(src) == 0 {
 		return dst, errEmpty(Zstd)
 	}
-	limit := int(d.max) + zstdSlack
+	limit := int(d.max) + zstdBlock
 	want := cap(dst)
 	var h zstd.Header
 	if err := h.Decode(src); err == nil && h.HasFCS && !h.Skippable {
@@ -157,8 +167,10 @@ func (d *Decoder) decodeZstd(src, dst []byte) ([]byte, error) {
 			return dst, fmt.Errorf("%w: zstd frame declares %d bytes, limit %d", ErrTooLarge, h.FrameContentSize, d.max)
 		}
 		want = max(want, int(h.FrameContentSize)+zstdSlack)
+	} else if err == nil && !h.SingleSegment && h.WindowSize > zmaxOf(d.max) {
+		return dst, fmt.Errorf("%w: zstd frame declares a %d-byte window, limit %d", ErrTooLarge, h.WindowSize, zmaxOf(d.max))
 	} else {
-		want = max(want, min(8*len(src), limit), minBuf)
+		want = max(want, min(16*len(src), limit), 4<<10)
 	}
 	want = min(want, limit)
 	if cap(dst) > limit {
@@ -170,23 +182,23 @@ func (d *Decoder) decodeZstd(src, dst []byte) ([]byte, error) {
 		}
 		out, err := d.zstd.DecodeAll(src, dst[:0])
 		if err == nil {
-			if int64(len(out)) > d.max { // fitted in the slack above the cap
+			if int64(len(out)) > d.max {
 				return out[:d.max], d.tooLarge(Zstd)
 			}
 			return out, nil
 		}
-		if cap(out) > cap(dst) {
-			dst = out // keep the larger buffer the decoder may have made
+		if cap(out) > cap(dst) && cap(out) <= limit {
+			dst = out // keep a larger buffer the decoder made
 		}
-		switch {
-		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
-			if cap(dst) >= limit {
-				return truncate(out, d.max), d.tooLarge(Zstd)
-			}
+		sizeErr := errors.Is(err, zstd.ErrDecoderSizeExceeded)
+		nearEnd := cap(dst)-len(out) < zstdBlock
+		if (sizeErr || nearEnd) && cap(dst) < limit {
 			want = min(2*cap(dst), limit)
 			continue
-		case errors.Is(err, zstd.ErrWindowSizeExceeded):
-			return dst[:0], fmt.Errorf("%w: zstd frame window exceeds %d: %w", ErrTooLarge, zmaxOf(d.max), err)
+		}
+		switch {
+		case sizeErr, int64(len(out)) > d.max:
+			return truncate(out, d.max), d.tooLarge(Zstd)
 		}
 		return truncate(out, d.max), fmt.Errorf("%w: zstd: %w", ErrCorrupt, err)
 	}
@@ -246,12 +258,13 @@ func (d *Decoder) decodeDeflate(src, dst []byte) ([]byte, error) {
 		return out, err
 	}
 	// A raw deflate stream can start with bytes that pass the zlib header
-	// check (about 1 in 500 do); try it as raw before giving up.
+	// check (only a non-final stored block with non-zero padding bits can, so
+	// real encoders never produce one); try it as raw before giving up.
 	out, err2 := d.decodeRawDeflate(src, out[:0])
-	if err2 == nil {
-		return out, nil
+	if err2 == nil || errors.Is(err2, ErrTooLarge) {
+		return out, err2
 	}
-	return out[:0], err
+	return out[:0], err // report why it is not zlib
 }
 
 func (d *Decoder) decodeZlib(src, dst []byte) ([]byte, error) {
