@@ -231,7 +231,7 @@ func checkRoundTrip(t testing.TB, in []byte) {
 	if err != nil {
 		t.Fatalf("Parse(Marshal()) = %v\ninput  %q\nmarshal %q", err, in, out)
 	}
-	tail := e.Header
+	tail := []byte("}") // a header-only envelope may have its header compacted
 	if n := len(e.Items); n > 0 {
 		tail = e.Items[n-1].Payload
 	}
