@@ -1,0 +1,275 @@
+// Package orchestrate measures what a Relay costs per envelope and where it
+// stops keeping up. For every rate (and round, and build) it starts a fresh
+// in-process fake upstream and a fresh Relay process, warms Relay up,
+// measures its idle CPU, runs blast at the rate, samples Relay's CPU and
+// memory from procfs, drains, stops Relay and judges the step. Without a
+// Relay binary it measures the harness itself: blast straight into the fake
+// upstream.
+//
+// Run returns a Report (plain structs that marshal to JSON); package report
+// renders it as tables, CSV, Markdown and charts.
+package orchestrate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/orchestrate/relayconfig"
+	"github.com/relayload/relayload/pool"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultDuration        = 30 * time.Second
+	DefaultWarmup          = 3 * time.Second
+	DefaultIdle            = 5 * time.Second
+	DefaultReadyTimeout    = 30 * time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultWarmupTimeout   = 20 * time.Second
+	DefaultDrainTimeout    = 20 * time.Second
+	DefaultProjects        = 100
+	DefaultPoolSize        = 5000
+	DefaultMaxP99          = time.Second
+	DefaultFindMaxProbes   = 7
+	DefaultSampleInterval  = 100 * time.Millisecond
+	// ReadyPoll is how often readiness is polled.
+	ReadyPoll = 50 * time.Millisecond
+)
+
+// ErrConfig wraps every error caused by a bad Config.
+var ErrConfig = errors.New("bad config")
+
+// Build is one Relay binary under test. An empty Bin means no Relay: blast
+// sends straight to the fake upstream (the harness measuring itself).
+type Build struct {
+	Name string `json:"name"`
+	Bin  string `json:"bin,omitempty"`
+}
+
+// Config describes a sweep.
+type Config struct {
+	// Builds are the Relays to measure; the first is the baseline the others
+	// are compared with. One build with an empty Bin measures the harness.
+	Builds []Build
+	// Rates are the target envelopes per second. With FindMax, the lowest
+	// and highest are the bounds of the search.
+	Rates []float64
+	// Rounds repeats the whole sweep, interleaved: every rate (and build)
+	// once, then again (default 1).
+	Rounds int
+	// FindMax bisects between the bounds for the highest rate kept up with.
+	FindMax bool
+	// FindMaxProbes bounds the steps of the search (default 7).
+	FindMaxProbes int
+
+	Duration, Warmup, Idle        time.Duration
+	ReadyTimeout, ShutdownTimeout time.Duration
+	WarmupTimeout, DrainTimeout   time.Duration
+	SampleInterval                time.Duration
+	MaxP99                        time.Duration // verdict: latency p99 above it = fell behind
+
+	// Traffic.
+	Seed             uint64
+	Projects         int
+	PoolSize         int
+	Mix              pool.Mix
+	UserAgents       int
+	UniqueUserAgents bool
+	Encoding         compression.Encoding
+	// MaxInflight and Timeout are passed to blast (0 = blast's defaults).
+	MaxInflight int
+	Timeout     time.Duration
+
+	// RelayCPUs pins Relay with taskset (a cpu list such as "1" or "0-1");
+	// limits.max_thread_count is set to the number of CPUs in it.
+	RelayCPUs string
+	// RelayConfig overrides are merged into the generated config.yml.
+	RelayConfig relayconfig.Config
+	// RelayLogLevel is Relay's logging.level (default info).
+	RelayLogLevel string
+
+	// Perf records Relay with perf over each measured window into this file
+	// (a suffix per step is added when there are several steps).
+	Perf      string
+	CallGraph string // perf --call-graph mode (dwarf, lbr, fp); default dwarf
+
+	// StatsD sends Relay's metrics to an external server; StatsDListen runs
+	// the built-in receiver there instead; StatsDMetrics are timer names
+	// whose p50/p99 are reported.
+	StatsD        string
+	StatsDListen  string
+	StatsDMetrics []string
+
+	// Fault is injected into the fake upstream during the measured window.
+	Fault *Fault
+
+	// Keep leaves the work directory (configs, logs) in place.
+	Keep bool
+	// WorkDir is where the run's temporary directory is made (os.TempDir if empty).
+	WorkDir string
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+// Harness reports whether the config measures the harness (no Relay).
+func (c *Config) Harness() bool {
+	return len(c.Builds) == 1 && c.Builds[0].Bin == ""
+}
+
+var buildName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$`)
+
+// withDefaults validates c and fills defaults. Errors wrap ErrConfig.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, a ...any) (Config, error) {
+		return c, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
+	}
+	if len(c.Builds) == 0 {
+		c.Builds = []Build{{Name: "harness"}}
+	}
+	seen := map[string]bool{}
+	for i, b := range c.Builds {
+		if b.Bin == "" && len(c.Builds) > 1 {
+			return bad("build %q has no binary (only a lone harness build may)", b.Name)
+		}
+		if b.Name == "" {
+			if b.Bin == "" {
+				b.Name = "harness"
+			} else {
+				b.Name = filepath.Base(b.Bin)
+			}
+			c.Builds[i] = b
+		}
+		if !buildName.MatchString(b.Name) {
+			return bad("build name %q: letters, digits, '.', '_', '-' only", b.Name)
+		}
+		if seen[b.Name] {
+			return bad("build name %q used twice", b.Name)
+		}
+		seen[b.Name] = true
+	}
+	if len(c.Rates) == 0 {
+		return bad("no rates")
+	}
+	for _, r := range c.Rates {
+		if !(r > 0) || r > 1e7 {
+			return bad("rate %v: want a number above 0", r)
+		}
+	}
+	if c.FindMax && len(c.Rates) != 2 {
+		return bad("--find-max wants two rates, the bounds (e.g. 100,5000)")
+	}
+	if c.FindMax && c.Rates[0] == c.Rates[1] {
+		return bad("--find-max bounds are equal")
+	}
+	if c.Rounds == 0 {
+		c.Rounds = 1
+	}
+	if c.Rounds < 0 || c.Rounds > 100 {
+		return bad("rounds %d: want 1..100", c.Rounds)
+	}
+	if c.FindMaxProbes == 0 {
+		c.FindMaxProbes = DefaultFindMaxProbes
+	}
+	def := func(d *time.Duration, v time.Duration, name string) error {
+		if *d < 0 {
+			return fmt.Errorf("%w: negative %s", ErrConfig, name)
+		}
+		if *d == 0 {
+			*d = v
+		}
+		return nil
+	}
+	for _, x := range []struct {
+		d    *time.Duration
+		v    time.Duration
+		name string
+	}{
+		{&c.Duration, DefaultDuration, "duration"},
+		{&c.ReadyTimeout, DefaultReadyTimeout, "ready timeout"},
+		{&c.ShutdownTimeout, DefaultShutdownTimeout, "shutdown timeout"},
+		{&c.WarmupTimeout, DefaultWarmupTimeout, "warm-up timeout"},
+		{&c.DrainTimeout, DefaultDrainTimeout, "drain timeout"},
+		{&c.SampleInterval, DefaultSampleInterval, "sample interval"},
+		{&c.MaxP99, DefaultMaxP99, "max p99"},
+	} {
+		if err := def(x.d, x.v, x.name); err != nil {
+			return c, err
+		}
+	}
+	if c.Warmup < 0 || c.Idle < 0 {
+		return bad("negative warmup or idle")
+	}
+	if c.Projects == 0 {
+		c.Projects = DefaultProjects
+	}
+	if c.Projects < 1 || c.Projects > 100000 {
+		return bad("projects %d: want 1..100000", c.Projects)
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.PoolSize < 1 {
+		return bad("pool size %d", c.PoolSize)
+	}
+	if c.Mix != nil {
+		if err := c.Mix.Validate(); err != nil {
+			return bad("mix: %v", err)
+		}
+	}
+	if c.RelayCPUs != "" {
+		if _, err := CountCPUs(c.RelayCPUs); err != nil {
+			return bad("relay cpus: %v", err)
+		}
+	}
+	if c.StatsD != "" && c.StatsDListen != "" {
+		return bad("--statsd and --statsd-listen are exclusive")
+	}
+	if len(c.StatsDMetrics) > 0 && c.StatsDListen == "" {
+		return bad("--statsd-metric needs --statsd-listen (the built-in receiver)")
+	}
+	if c.Harness() {
+		if c.Perf != "" || c.RelayCPUs != "" || c.StatsD != "" || c.StatsDListen != "" || c.RelayConfig != nil {
+			return bad("--perf, --relay-cpus, --statsd*, --relay-config need --relay-bin")
+		}
+	}
+	if c.Perf != "" && c.CallGraph == "" {
+		c.CallGraph = "dwarf"
+	}
+	switch c.CallGraph {
+	case "", "dwarf", "lbr", "fp":
+	default:
+		return bad("call graph %q: want dwarf, lbr or fp", c.CallGraph)
+	}
+	if c.Fault != nil {
+		if err := c.Fault.validate(c.Duration); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// CountCPUs counts the CPUs in a taskset list such as "0", "0-3" or "0,2-3".
+func CountCPUs(list string) (int, error) {
+	n := 0
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		var a, b int
+		if _, err := fmt.Sscanf(lo, "%d", &a); err != nil || a < 0 || fmt.Sprint(a) != lo {
+			return 0, fmt.Errorf("cpu list %q: bad entry %q", list, part)
+		}
+		b = a
+		if isRange {
+			if _, err := fmt.Sscanf(hi, "%d", &b); err != nil || b < a || fmt.Sprint(b) != hi {
+				return 0, fmt.Errorf("cpu list %q: bad range %q", list, part)
+			}
+		}
+		n += b - a + 1
+	}
+	return n, nil
+}

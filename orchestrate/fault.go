@@ -1,0 +1,294 @@
+package orchestrate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/upstream"
+)
+
+// Fault is an upstream failure injected during the measured window.
+//
+// Spec syntax (ParseFault), optionally followed by @START (offset into the
+// measured window; default a quarter of it, at most 5 s):
+//
+//	outage=10s[:refuse|hang|unavailable]  every Relay-facing route fails (default unavailable: 503)
+//	429-storm[=10s]                        every forwarded envelope answered 429 (Retry-After 1 s)
+//	errors=10s[:STATUS[:P]]                a share P (default 1) of envelopes answered STATUS (default 500)
+//	latency=10s:DELAY                      every Relay-facing answer delayed by DELAY
+type Fault struct {
+	Spec     string        `json:"spec"`
+	Kind     string        `json:"kind"` // outage, 429-storm, errors, latency
+	Duration time.Duration `json:"duration_ns"`
+	Start    time.Duration `json:"start_ns"` // into the measured window; <0 = default
+	Mode     string        `json:"mode,omitempty"`
+	Status   int           `json:"status,omitempty"`
+	Share    float64       `json:"share,omitempty"`
+	Delay    time.Duration `json:"delay_ns,omitempty"`
+}
+
+// ParseFault parses a --fault spec.
+func ParseFault(spec string) (*Fault, error) {
+	bad := func(format string, a ...any) (*Fault, error) {
+		return nil, fmt.Errorf("%w: fault %q: "+format, append([]any{ErrConfig, spec}, a...)...)
+	}
+	f := &Fault{Spec: spec, Start: -1}
+	body, at, hasAt := strings.Cut(spec, "@")
+	if hasAt {
+		d, err := time.ParseDuration(at)
+		if err != nil || d < 0 {
+			return bad("start %q is not a duration", at)
+		}
+		f.Start = d
+	}
+	kind, args, _ := strings.Cut(body, "=")
+	f.Kind = kind
+	parts := strings.Split(args, ":")
+	dur := func(def time.Duration) error {
+		if parts[0] == "" {
+			if def == 0 {
+				return fmt.Errorf("needs a duration, e.g. %s=10s", kind)
+			}
+			f.Duration = def
+			return nil
+		}
+		d, err := time.ParseDuration(parts[0])
+		if err != nil || d <= 0 {
+			return fmt.Errorf("duration %q", parts[0])
+		}
+		f.Duration = d
+		return nil
+	}
+	switch kind {
+	case "outage":
+		if err := dur(0); err != nil {
+			return bad("%v", err)
+		}
+		f.Mode = upstream.OutageUnavailable
+		if len(parts) > 1 {
+			f.Mode = parts[1]
+		}
+		switch f.Mode {
+		case upstream.OutageRefuse, upstream.OutageHang, upstream.OutageUnavailable:
+		default:
+			return bad("outage mode %q: want refuse, hang or unavailable", f.Mode)
+		}
+		if len(parts) > 2 {
+			return bad("too many fields")
+		}
+	case "429-storm":
+		if err := dur(10 * time.Second); err != nil {
+			return bad("%v", err)
+		}
+		f.Status, f.Share = 429, 1
+		if len(parts) > 1 {
+			return bad("too many fields")
+		}
+	case "errors":
+		if err := dur(0); err != nil {
+			return bad("%v", err)
+		}
+		f.Status, f.Share = 500, 1
+		if len(parts) > 1 {
+			s, err := strconv.Atoi(parts[1])
+			if err != nil || s < 400 || s > 599 {
+				return bad("status %q: want 400..599", parts[1])
+			}
+			f.Status = s
+		}
+		if len(parts) > 2 {
+			p, err := strconv.ParseFloat(parts[2], 64)
+			if err != nil || !(p > 0 && p <= 1) {
+				return bad("share %q: want (0,1]", parts[2])
+			}
+			f.Share = p
+		}
+		if len(parts) > 3 {
+			return bad("too many fields")
+		}
+	case "latency":
+		if err := dur(0); err != nil {
+			return bad("%v", err)
+		}
+		if len(parts) != 2 {
+			return bad("want latency=DURATION:DELAY")
+		}
+		d, err := time.ParseDuration(parts[1])
+		if err != nil || d <= 0 {
+			return bad("delay %q", parts[1])
+		}
+		f.Delay = d
+	default:
+		return bad("unknown kind %q (want outage, 429-storm, errors or latency)", kind)
+	}
+	return f, nil
+}
+
+func (f *Fault) validate(window time.Duration) error {
+	if f.Start < 0 {
+		f.Start = min(window/4, 5*time.Second)
+	}
+	if f.Start+f.Duration > window {
+		return fmt.Errorf("%w: fault %q: starts at %s and lasts %s, past the %s measured window",
+			ErrConfig, f.Spec, f.Start, f.Duration, window)
+	}
+	return nil
+}
+
+// upstreamFaults is what SetFaults gets when the fault starts.
+func (f *Fault) upstreamFaults() upstream.Faults {
+	switch f.Kind {
+	case "outage":
+		return upstream.Faults{Outage: &upstream.Outage{Mode: f.Mode, Duration: upstream.Duration(f.Duration)}}
+	case "429-storm":
+		return upstream.Faults{Inject: []upstream.Injection{{Route: "envelope", Status: 429, Probability: 1, RetryAfter: 1}}}
+	case "errors":
+		return upstream.Faults{Inject: []upstream.Injection{{Route: "envelope", Status: f.Status, Probability: f.Share}}}
+	case "latency":
+		return upstream.Faults{Latency: map[string]upstream.Latency{"*": {Fixed: upstream.Duration(f.Delay)}}}
+	}
+	return upstream.Faults{}
+}
+
+// faultWatch starts and ends a fault and remembers what the upstream had
+// answered at both moments.
+type faultWatch struct {
+	mu            sync.Mutex
+	began, ended  time.Time
+	before, after map[string]map[string]int64
+	err           error
+}
+
+func (w *faultWatch) begin(up *upstream.Server, f *Fault) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.before = up.Stats().Requests
+	w.err = up.SetFaults(f.upstreamFaults())
+	w.began = time.Now()
+}
+
+func (w *faultWatch) end(up *upstream.Server) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.began.IsZero() || !w.ended.IsZero() {
+		return
+	}
+	_ = up.SetFaults(upstream.Faults{})
+	w.ended = time.Now()
+	w.after = up.Stats().Requests
+}
+
+// report describes what Relay did around the fault, from the forwarded
+// series (ups), blast's per-second windows and the upstream's answers.
+func (w *faultWatch) report(f *Fault, ups []upPoint, res *blast.Result, windowStart time.Time, accepted int64) *FaultSeen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fs := &FaultSeen{Spec: f.Spec, Recovered: -1}
+	if w.err != nil {
+		fs.Summary = "fault not injected: " + w.err.Error()
+		return fs
+	}
+	if w.began.IsZero() {
+		fs.Summary = "fault never started (the step ended first)"
+		return fs
+	}
+	fs.Answers = diffRequests(w.before, w.after)
+	blastEnd := res.Start.Add(res.Warmup + res.Elapsed)
+	at := func(t time.Time) (int64, bool) { // forwarded count at t (last point not after t)
+		var v int64
+		ok := false
+		for _, p := range ups {
+			if p.at.After(t) {
+				break
+			}
+			v, ok = p.envelopes, true
+		}
+		return v, ok
+	}
+	rate := func(a, b time.Time) float64 {
+		va, okA := at(a)
+		vb, okB := at(b)
+		if !okA || !okB || !b.After(a) {
+			return 0
+		}
+		return float64(vb-va) / b.Sub(a).Seconds()
+	}
+	fs.RateBefore = rate(windowStart, w.began)
+	fs.RateDuring = rate(w.began, w.ended)
+	fs.RateAfter = rate(w.ended, blastEnd)
+	// Caught up: forwarded reached what blast had had accepted one second
+	// earlier (one second of slack for Relay's own pipeline).
+	var cum []int64
+	var total int64
+	for _, win := range res.Windows {
+		for len(cum) < win.Second {
+			cum = append(cum, total)
+		}
+		total += win.OK
+		cum = append(cum, total)
+	}
+	for _, p := range ups {
+		if p.at.Before(w.ended) {
+			continue
+		}
+		sec := int(p.at.Sub(res.Start)/time.Second) - 1
+		want := accepted
+		if sec >= 0 && sec < len(cum) {
+			want = cum[sec]
+		}
+		if p.envelopes >= want {
+			fs.Recovered = p.at.Sub(w.ended)
+			break
+		}
+	}
+	// What clients saw in the seconds the fault covered.
+	lo, hi := int(w.began.Sub(res.Start)/time.Second), int(w.ended.Sub(res.Start)/time.Second)
+	sk := blast.NewSketch()
+	for _, win := range res.Windows {
+		if win.Second >= lo && win.Second <= hi {
+			fs.ClientNon2xx += win.Sent - win.OK
+			if win.Latency != nil {
+				_ = sk.Merge(win.Latency)
+			}
+		}
+	}
+	if sk.Count() > 0 {
+		fs.ClientP99 = sk.QuantileMillis(0.99)
+	}
+	answers := ""
+	for _, route := range sortedKeys(fs.Answers) {
+		for _, code := range sortedKeys(fs.Answers[route]) {
+			answers = join(answers, fmt.Sprintf("%s %s×%d", route, code, fs.Answers[route][code]))
+		}
+	}
+	if answers == "" {
+		answers = "no requests reached it"
+	}
+	caught := "had not caught up by the end of the drain"
+	if fs.Recovered >= 0 {
+		caught = fmt.Sprintf("caught up %.1f s after it ended", fs.Recovered.Seconds())
+	}
+	fs.Summary = fmt.Sprintf("%s for %s: upstream answered %s; Relay forwarded %.0f/s before, %.0f/s during, %.0f/s after and %s; clients saw %d failed requests and p99 %.1f ms during the fault",
+		f.Kind, f.Duration, answers, fs.RateBefore, fs.RateDuring, fs.RateAfter, caught, fs.ClientNon2xx, fs.ClientP99)
+	return fs
+}
+
+// diffRequests is b − a, per route and status, omitting zeros.
+func diffRequests(a, b map[string]map[string]int64) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for route, codes := range b {
+		for code, n := range codes {
+			if d := n - a[route][code]; d != 0 {
+				if out[route] == nil {
+					out[route] = map[string]int64{}
+				}
+				out[route][code] = d
+			}
+		}
+	}
+	return out
+}

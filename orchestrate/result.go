@@ -1,0 +1,274 @@
+package orchestrate
+
+import (
+	"time"
+
+	"github.com/relayload/relayload/upstream"
+)
+
+// Report is everything a sweep measured. It marshals to results.json as-is.
+type Report struct {
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	// Harness is true when no Relay ran: blast sent straight to the fake
+	// upstream and CPU figures are orchestrate's own process.
+	Harness bool     `json:"harness"`
+	Host    Host     `json:"host"`
+	Setup   Setup    `json:"setup"`
+	Steps   []*Step  `json:"steps"`
+	Summary []*Point `json:"summary"`
+	// Comparisons are the other builds against the first, per rate.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
+	FindMax     []FindMax    `json:"find_max,omitempty"`
+	// KeptUpWith is the highest rate the baseline build kept up with, per
+	// build name (0: none).
+	KeptUpWith map[string]float64 `json:"kept_up_with"`
+	Failed     int                `json:"failed_steps"`
+	Notes      []string           `json:"notes,omitempty"`
+}
+
+// Host describes the machine.
+type Host struct {
+	CPUs      int    `json:"cpus"`
+	Kernel    string `json:"kernel"`
+	GoVersion string `json:"go_version"`
+	CPUModel  string `json:"cpu_model"`
+}
+
+// Setup echoes the options that shape the numbers.
+type Setup struct {
+	Builds           []Build           `json:"builds"`
+	Rates            []float64         `json:"rates"`
+	Rounds           int               `json:"rounds"`
+	FindMax          bool              `json:"find_max,omitempty"`
+	Duration         time.Duration     `json:"duration_ns"`
+	Warmup           time.Duration     `json:"warmup_ns"`
+	Idle             time.Duration     `json:"idle_ns"`
+	Seed             uint64            `json:"seed"`
+	Projects         int               `json:"projects"`
+	PoolSize         int               `json:"pool_size"`
+	Mix              string            `json:"mix"`
+	UserAgents       int               `json:"user_agents"`
+	UniqueUserAgents bool              `json:"unique_user_agents,omitempty"`
+	Encoding         string            `json:"encoding"`
+	RelayCPUs        string            `json:"relay_cpus,omitempty"`
+	Fault            *Fault            `json:"fault,omitempty"`
+	PoolBytes        map[string]int64  `json:"pool_bytes,omitempty"`
+	RelayConfig      map[string]any    `json:"relay_config_overrides,omitempty"`
+	StatsDMetrics    []string          `json:"statsd_metrics,omitempty"`
+	Extra            map[string]string `json:"extra,omitempty"`
+}
+
+// Step is one fresh Relay (or harness) measured at one rate.
+type Step struct {
+	Index  int     `json:"index"`
+	Build  string  `json:"build"`
+	Round  int     `json:"round"`
+	Rate   float64 `json:"target_rate"`
+	Probe  bool    `json:"find_max_probe,omitempty"`
+	Dir    string  `json:"dir,omitempty"`
+	Failed bool    `json:"failed,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	// LogTail is the end of Relay's log when the step failed.
+	LogTail string `json:"log_tail,omitempty"`
+
+	Started    time.Time     `json:"started"`
+	Took       time.Duration `json:"took_ns"`
+	ReadyAfter time.Duration `json:"ready_after_ns,omitempty"`
+	Warm       WarmUp        `json:"warm_up"`
+
+	// Load, as blast saw it (measured window only; warm-up not included).
+	Sent         int64            `json:"sent"`
+	WarmupSent   int64            `json:"warmup_sent"`
+	OK           int64            `json:"ok"`
+	Dropped      int64            `json:"dropped"`
+	Failures     int64            `json:"failures"`
+	ByStatus     map[string]int64 `json:"by_status,omitempty"`
+	Errors       map[string]int64 `json:"errors,omitempty"`
+	Elapsed      time.Duration    `json:"elapsed_ns"`
+	AchievedRate float64          `json:"achieved_rate"`
+	AcceptedRate float64          `json:"accepted_rate"`
+	Latency      Quantiles        `json:"latency_ms"`
+	LagP99       float64          `json:"schedule_lag_p99_ms"`
+	BlastInvalid []string         `json:"blast_invalid,omitempty"`
+
+	Upstream UpstreamSeen `json:"upstream"`
+	CPU      CPU          `json:"cpu"`
+	Memory   Memory       `json:"memory"`
+	Drain    Drain        `json:"drain"`
+	Shutdown Shutdown     `json:"shutdown"`
+	LoadAvg  [2]float64   `json:"loadavg_1m_before_after"`
+
+	// StatsD holds the --statsd-metric timers (ms) and StatsDCounters the
+	// counters among them, from the built-in receiver over the measured window.
+	StatsD         map[string]Quantiles `json:"statsd,omitempty"`
+	StatsDCounters map[string]float64   `json:"statsd_counters,omitempty"`
+	Fault          *FaultSeen           `json:"fault,omitempty"`
+	Perf           *PerfRecord          `json:"perf,omitempty"`
+
+	Verdict string   `json:"verdict"` // VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited, VerdictFailed
+	Reasons []string `json:"reasons,omitempty"`
+	// Notes are observations that do not change the verdict.
+	Notes []string `json:"notes,omitempty"`
+
+	// Series for charts: Relay's RSS and CPU over the step, from the
+	// 10 Hz sampler (seconds since blast started; negative during idle).
+	Series []SeriesPoint `json:"series,omitempty"`
+
+	warmOK int64 // blast's 2xx during its warm-up
+}
+
+// Verdicts.
+const (
+	VerdictKeptUp         = "kept up"
+	VerdictFellBehind     = "fell behind"
+	VerdictHarnessLimited = "harness-limited"
+	VerdictFailed         = "failed"
+	VerdictInterrupted    = "interrupted"
+)
+
+// Quantiles of a latency distribution, in milliseconds.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// WarmUp is what the warm-up achieved before measuring.
+type WarmUp struct {
+	Took         time.Duration `json:"took_ns"`
+	Complete     bool          `json:"complete"`
+	ConfigsAsked int64         `json:"project_config_requests"`
+	KeysServed   int64         `json:"keys_served"`
+	Global       int64         `json:"global_config_requests"`
+	Forwarded    int64         `json:"forwarded"`
+	Note         string        `json:"note,omitempty"`
+}
+
+// UpstreamSeen is what reached the fake upstream from the start of blast
+// (warm-up included) until the drain ended.
+type UpstreamSeen struct {
+	Envelopes   int64            `json:"envelopes"`
+	ItemsByType map[string]int64 `json:"items_by_type"`
+	// Gap is envelopes accepted by Relay (2xx to blast, warm-up included)
+	// minus envelopes forwarded.
+	Gap      int64                       `json:"gap"`
+	Outcomes []upstream.OutcomeRow       `json:"outcomes,omitempty"`
+	Requests map[string]map[string]int64 `json:"requests,omitempty"`
+	Errors   map[string]int64            `json:"errors,omitempty"`
+	Leaks    map[string]int64            `json:"canary_leaks,omitempty"`
+}
+
+// CPU is the measured process's CPU use. In harness mode it is
+// orchestrate's own process (blast, fake upstream, sampler).
+type CPU struct {
+	IdleCores  float64 `json:"idle_cores"`
+	LoadCores  float64 `json:"load_cores"` // measured window, gross
+	NetCores   float64 `json:"net_cores"`  // LoadCores − IdleCores
+	MsPerEnv   float64 `json:"ms_per_envelope"`
+	PeakCores  float64 `json:"peak_cores_1s"`
+	UserSecs   float64 `json:"total_user_s,omitempty"`
+	SystemSecs float64 `json:"total_system_s,omitempty"`
+}
+
+// Memory is the measured process's memory.
+type Memory struct {
+	PeakRSS      uint64 `json:"peak_rss_bytes"` // VmHWM before shutdown
+	RusageMaxRSS uint64 `json:"rusage_maxrss_bytes,omitempty"`
+	EndRSS       uint64 `json:"end_rss_bytes"`
+}
+
+// Drain is the wait after blast for forwarded counts and outcomes to settle.
+type Drain struct {
+	Took    time.Duration `json:"took_ns"`
+	Settled bool          `json:"settled"`
+}
+
+// Shutdown is how Relay ended.
+type Shutdown struct {
+	Took   time.Duration `json:"took_ns"`
+	Killed bool          `json:"killed,omitempty"`
+	Exit   string        `json:"exit,omitempty"`
+}
+
+// SeriesPoint is one sample.
+type SeriesPoint struct {
+	T     float64 `json:"t"`
+	RSSMB float64 `json:"rss_mb"`
+	Cores float64 `json:"cores"`
+}
+
+// FaultSeen is what happened around an injected fault.
+type FaultSeen struct {
+	Spec string `json:"spec"`
+	// Forwarded envelopes per second before, during and after the fault.
+	RateBefore, RateDuring, RateAfter float64
+	// Answers the upstream gave Relay during the fault, route → status → n.
+	Answers map[string]map[string]int64 `json:"answers"`
+	// Recovered is the time from the fault's end until forwarded envelopes
+	// caught up with what blast had been accepted (−1: never, within the drain).
+	Recovered time.Duration `json:"recovered_ns"`
+	// ClientErrors and ClientP99 are what blast saw during the fault.
+	ClientNon2xx int64   `json:"client_non_2xx"`
+	ClientP99    float64 `json:"client_p99_ms"`
+	Summary      string  `json:"summary"`
+}
+
+// PerfRecord is one perf recording.
+type PerfRecord struct {
+	File      string `json:"file"`
+	Event     string `json:"event"`
+	CallGraph string `json:"call_graph"`
+	Exit      string `json:"exit"`
+	Note      string `json:"note,omitempty"`
+}
+
+// Point summarises one build at one rate over the rounds: medians, and
+// the spread (max−min)/median in percent.
+type Point struct {
+	Build        string    `json:"build"`
+	Rate         float64   `json:"target_rate"`
+	Runs         int       `json:"runs"`
+	Failed       int       `json:"failed"`
+	AchievedRate float64   `json:"achieved_rate"`
+	AcceptedRate float64   `json:"accepted_rate"`
+	Latency      Quantiles `json:"latency_ms"`
+	NetCores     float64   `json:"net_cores"`
+	IdleCores    float64   `json:"idle_cores"`
+	MsPerEnv     float64   `json:"ms_per_envelope"`
+	PeakRSS      float64   `json:"peak_rss_bytes"`
+	Shutdown     float64   `json:"shutdown_s"`
+	Gap          float64   `json:"gap"`
+	// Spread of NetCores and MsPerEnv across rounds, in percent of the median.
+	CoresSpread    float64  `json:"cores_spread_pct"`
+	MsPerEnvSpread float64  `json:"ms_per_envelope_spread_pct"`
+	KeptUp         int      `json:"kept_up"`
+	Verdict        string   `json:"verdict"`
+	Reasons        []string `json:"reasons,omitempty"`
+}
+
+// Comparison is one build against the baseline at one rate.
+type Comparison struct {
+	Build, Baseline string
+	Rate            float64 `json:"target_rate"`
+	BaseCores       float64 `json:"base_cores"`
+	Cores           float64 `json:"cores"`
+	CoresChange     float64 `json:"cores_change_pct"`
+	BaseMsPerEnv    float64 `json:"base_ms_per_envelope"`
+	MsPerEnv        float64 `json:"ms_per_envelope"`
+	MsPerEnvChange  float64 `json:"ms_per_envelope_change_pct"`
+	P99Change       float64 `json:"p99_change_pct"`
+	PeakRSSChange   float64 `json:"peak_rss_change_pct"`
+}
+
+// FindMax is the result of a bisection for one build.
+type FindMax struct {
+	Build string `json:"build"`
+	// KeptUp is the highest rate probed that kept up (0: not even the lower bound);
+	// FellBehind the lowest that did not (0: not even the upper bound failed).
+	KeptUp     float64   `json:"kept_up"`
+	FellBehind float64   `json:"fell_behind"`
+	Probes     []float64 `json:"probes"`
+}
