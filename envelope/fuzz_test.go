@@ -96,7 +96,8 @@ func addSeeds(f *testing.F) {
 	}
 }
 
-// FuzzParse checks that nothing panics, that Parse and Scan agree, that what
+// FuzzParse checks that nothing panics, that Parse and Scan agree, that Parse
+// agrees with the slow reference parser built on encoding/json, that what
 // Parse accepts survives Marshal and Parse again, and that accepted headers
 // are JSON objects by encoding/json's judgement.
 func FuzzParse(f *testing.F) {
@@ -105,6 +106,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(benchEnvelope(false))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkScanAgrees(t, b)
+		checkReference(t, b)
 		e, err := Parse(b)
 		if err != nil {
 			var perr *ParseError
