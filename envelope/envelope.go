@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -85,12 +86,10 @@ func Parse(b []byte) (*Envelope, error) {
 		return nil, perr
 	}
 	e := &Envelope{
-		Header:  b[r.h.start:r.h.end:r.h.end],
-		EventID: r.h.eventID.string(),
-		DSN:     r.h.dsn.string(),
-		SentAt:  r.h.sentAt.string(),
-		Items:   make([]Item, 0, 8),
+		Header: b[r.h.start:r.h.end:r.h.end],
+		Items:  make([]Item, 0, 8),
 	}
+	e.EventID, e.DSN, e.SentAt = strings3(r.h.eventID.val, r.h.dsn.val, r.h.sentAt.val)
 	var it ItemSummary
 	for {
 		ok, perr := r.item(&it)
@@ -108,6 +107,17 @@ func Parse(b []byte) (*Envelope, error) {
 			Payload:     b[it.PayloadStart:it.PayloadEnd:it.PayloadEnd],
 		})
 	}
+}
+
+// strings3 converts three byte slices to strings with one allocation.
+func strings3(a, b, c []byte) (string, string, string) {
+	var sb strings.Builder
+	sb.Grow(len(a) + len(b) + len(c))
+	sb.Write(a)
+	sb.Write(b)
+	sb.Write(c)
+	s := sb.String()
+	return s[:len(a)], s[len(a) : len(a)+len(b)], s[len(a)+len(b):]
 }
 
 // ParseReader reads the whole of r, at most maxBytes, and parses it.
@@ -223,7 +233,7 @@ func (e *Envelope) Marshal() []byte {
 // AppendTo appends the envelope in Relay's framing to dst and returns the
 // extended slice:
 //
-//	<Header, or {} if nil>\n
+//	<Header, or {} if empty>\n
 //	{"type":T,"length":N[,"content_type":C][,"item_count":K][,extra...]}\n
 //	<payload>\n
 //	...
@@ -272,10 +282,10 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 }
 
 func appendHeader(dst, h []byte) []byte {
-	if h == nil {
+	h = bytes.TrimFunc(h, func(r rune) bool { return r < utf8.RuneSelf && isSpace(byte(r)) })
+	if len(h) == 0 {
 		return append(dst, "{}"...)
 	}
-	h = bytes.TrimFunc(h, func(r rune) bool { return r < utf8.RuneSelf && isSpace(byte(r)) })
 	if bytes.IndexByte(h, '\n') < 0 {
 		return append(dst, h...)
 	}

@@ -388,6 +388,11 @@ func TestMarshalBuilder(t *testing.T) {
 	if got := string(e.Marshal()); got != `{"event_id":"9ec79c33ec9942ab8353589fcb2e04dc"}`+"\n" {
 		t.Errorf("indented header marshalled as %q", got)
 	}
+	// An empty header is written as {}.
+	e = &Envelope{Header: []byte{}}
+	if got := string(e.Marshal()); got != "{}\n" {
+		t.Errorf("empty header marshalled as %q", got)
+	}
 	// Invalid UTF-8 in a type is replaced, not passed to Relay.
 	e = &Envelope{Items: []Item{{Type: "a\xffb"}}}
 	if back, err := Parse(e.Marshal()); err != nil || back.Items[0].Type != "a\ufffdb" {
@@ -433,3 +438,18 @@ func TestParseReader(t *testing.T) {
 type failingReader struct{ err error }
 
 func (r *failingReader) Read([]byte) (int, error) { return 0, r.err }
+
+// TestScanDoesNotAllocate pins the property the fake upstream depends on:
+// a warm Summary scans a realistic envelope without allocating.
+func TestScanDoesNotAllocate(t *testing.T) {
+	for _, withLength := range []bool{true, false} {
+		in := benchEnvelope(withLength)
+		var s Summary
+		if err := Scan(in, &s); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(50, func() { _ = Scan(in, &s) }); n != 0 {
+			t.Errorf("withLength=%v: %v allocations per Scan", withLength, n)
+		}
+	}
+}

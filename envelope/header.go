@@ -25,8 +25,6 @@ type strField struct {
 	set bool
 }
 
-func (f *strField) string() string { return string(f.val) }
-
 // header is what scanHeader learns from one header object.
 type header struct {
 	start, end int // offset of '{' and offset just past '}'
