@@ -19,7 +19,8 @@ const (
 )
 
 // SecretKey is a Relay secret key (an Ed25519 private key). The zero value
-// is not a key; obtain one from GenerateKey or ParseSecretKey.
+// is not a key (signing with it panics); obtain one from GenerateKey or
+// ParseSecretKey.
 type SecretKey struct {
 	priv ed25519.PrivateKey
 }
