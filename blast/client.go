@@ -206,7 +206,8 @@ func classify(err error) int {
 		return 0
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, syscall.ECONNABORTED):
+		errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, net.ErrClosed): // net/http: the peer reset while we were still writing
 		return 1
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
 		errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),

@@ -13,7 +13,7 @@ func (r *runner) collect() *Result {
 	res := &Result{
 		Schema: SchemaVersion, Target: r.cfg.Target, Client: r.cfg.Client, Rate: r.cfg.Rate,
 		Shard: r.cfg.Shard, Shards: r.cfg.Shards, Parts: 1, Warmup: r.cfg.Warmup,
-		ByStatus: map[int]int64{}, Errors: map[string]int64{}, ByKind: map[pool.Kind]int64{}, OKByKind: map[pool.Kind]int64{},
+		ByStatus: map[int]int64{}, Errors: map[string]int64{}, ErrorSamples: map[string]string{}, ByKind: map[pool.Kind]int64{}, OKByKind: map[pool.Kind]int64{},
 		Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch(),
 		PoolEntries: len(r.cfg.Pool.Entries), Encoding: string(r.cfg.Pool.Options.Encoding),
 	}
@@ -46,6 +46,9 @@ func (r *runner) collect() *Result {
 		for c, n := range rec.errs {
 			if n > 0 {
 				res.Errors[errorClasses[c]] += n
+				if res.ErrorSamples[errorClasses[c]] == "" {
+					res.ErrorSamples[errorClasses[c]] = rec.errSample[c]
+				}
 			}
 		}
 		for k, n := range rec.kindSent {

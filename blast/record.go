@@ -17,6 +17,7 @@ type recorder struct {
 	warmSent, warmDropped int64
 	status                [600]int64 // index = HTTP status; 0 = out of range
 	errs                  [len(errorClasses)]int64
+	errSample             [len(errorClasses)]string // first error message of each class
 	kindSent, kindOK      []int64
 
 	latency, lag, service *Sketch
@@ -77,7 +78,11 @@ func (rec *recorder) record(r *runner, j job, kind uint8, sentAt, doneAt time.Du
 		rec.kindSent[kind]++
 		rec.lag.Add(sentAt - j.intended)
 		if err != nil {
-			rec.errs[classify(err)]++
+			c := classify(err)
+			rec.errs[c]++
+			if rec.errSample[c] == "" {
+				rec.errSample[c] = err.Error()
+			}
 		} else {
 			if status < 100 || status >= len(rec.status) {
 				status = 0

@@ -49,10 +49,12 @@ type Result struct {
 	WarmupSent    int64 `json:"warmup_sent"`
 	WarmupDropped int64 `json:"warmup_dropped"`
 
-	ByStatus map[int]int64       `json:"by_status"` // responses by HTTP status (0: outside 100..599)
-	Errors   map[string]int64    `json:"errors"`    // transport failures by class (Class*)
-	ByKind   map[pool.Kind]int64 `json:"by_kind"`   // requests sent per envelope kind
-	OKByKind map[pool.Kind]int64 `json:"ok_by_kind"`
+	ByStatus map[int]int64    `json:"by_status"` // responses by HTTP status (0: outside 100..599)
+	Errors   map[string]int64 `json:"errors"`    // transport failures by class (Class*)
+	// ErrorSamples holds one error message per class seen, for diagnosis.
+	ErrorSamples map[string]string   `json:"error_samples,omitempty"`
+	ByKind       map[pool.Kind]int64 `json:"by_kind"` // requests sent per envelope kind
+	OKByKind     map[pool.Kind]int64 `json:"ok_by_kind"`
 
 	// Latency runs from the intended send time to the response (no
 	// coordinated omission); Service from the actual send; Lag is actual
@@ -183,7 +185,7 @@ func Merge(rs ...*Result) (*Result, error) {
 	out := &Result{
 		Schema: SchemaVersion, Target: rs[0].Target, Client: rs[0].Client, Rate: rs[0].Rate,
 		Concurrency: 0, Shard: -1, Shards: rs[0].Shards, Start: rs[0].Start, Warmup: rs[0].Warmup,
-		ByStatus: map[int]int64{}, Errors: map[string]int64{}, ByKind: map[pool.Kind]int64{}, OKByKind: map[pool.Kind]int64{},
+		ByStatus: map[int]int64{}, Errors: map[string]int64{}, ErrorSamples: map[string]string{}, ByKind: map[pool.Kind]int64{}, OKByKind: map[pool.Kind]int64{},
 		Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch(),
 		PoolEntries: rs[0].PoolEntries, PoolBytes: rs[0].PoolBytes, Encoding: rs[0].Encoding,
 	}
@@ -218,6 +220,11 @@ func Merge(rs ...*Result) (*Result, error) {
 		out.WarmupDropped += r.WarmupDropped
 		addMap(out.ByStatus, r.ByStatus)
 		addMap(out.Errors, r.Errors)
+		for c, msg := range r.ErrorSamples {
+			if out.ErrorSamples[c] == "" {
+				out.ErrorSamples[c] = msg
+			}
+		}
 		addMap(out.ByKind, r.ByKind)
 		addMap(out.OKByKind, r.OKByKind)
 		for _, pair := range [][2]*Sketch{{out.Latency, r.Latency}, {out.Lag, r.Lag}, {out.Service, r.Service}} {
@@ -320,6 +327,11 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		errParts = []string{"0"}
 	}
 	p("errors\t%s", strings.Join(errParts, ", "))
+	for _, c := range errorClasses {
+		if msg := r.ErrorSamples[c]; msg != "" {
+			p("  e.g. %s\t%.160s", c, msg)
+		}
+	}
 	dropPct := 0.0
 	if r.Scheduled > 0 {
 		dropPct = 100 * float64(r.Dropped) / float64(r.Scheduled)

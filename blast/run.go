@@ -199,7 +199,7 @@ func (r *runner) do(rec *recorder, s sender, j job) {
 	sentAt := r.clock.Now()
 	status, err := s.send(req)
 	doneAt := r.clock.Now()
-	if j.intended > sentAt { // closed loop sets intended = sentAt; never early otherwise
+	if j.intended < 0 || j.intended > sentAt { // closed loop: intended = actual send
 		j.intended = sentAt
 	}
 	rec.record(r, j, req.kind, sentAt, doneAt, status, err)
@@ -225,7 +225,7 @@ func (r *runner) closedLoop(ctx context.Context) int64 {
 				if k >= r.sched.end {
 					return
 				}
-				j := job{k: k, intended: now, warm: now < r.cfg.Warmup}
+				j := job{k: k, intended: -1, warm: now < r.cfg.Warmup}
 				r.inflight.Add(1)
 				if !j.warm {
 					r.started.Add(1)

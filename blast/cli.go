@@ -1,0 +1,72 @@
+package blast
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/relayload/relayload/projects"
+)
+
+// ParseRate parses --rate: a positive number of requests per second, or
+// "max" (returned as 0: closed loop).
+func ParseRate(s string) (float64, error) {
+	if strings.EqualFold(s, "max") {
+		return 0, nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
+		return 0, fmt.Errorf("%w: rate %q: want a positive number or max", ErrConfig, s)
+	}
+	return r, nil
+}
+
+// ParseShard parses --shard "i/N" (0 <= i < N).
+func ParseShard(s string) (shard, shards int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("%w: shard %q: want i/N with 0 <= i < N", ErrConfig, s)
+	}
+	return i, n, nil
+}
+
+// FetchProjects reads the project list a fake upstream serves at
+// GET <url> (its /projects endpoint): a JSON array of projects.
+func FetchProjects(ctx context.Context, url string) ([]projects.Project, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("blast: projects from %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("blast: projects from %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("blast: projects from %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("blast: projects from %s: status %d: %.200s", url, resp.StatusCode, body)
+	}
+	var ps []projects.Project
+	if err := json.Unmarshal(body, &ps); err != nil {
+		return nil, fmt.Errorf("blast: projects from %s: %w", url, err)
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("blast: projects from %s: empty list", url)
+	}
+	for i, p := range ps {
+		if p.ID <= 0 || p.PublicKey == "" {
+			return nil, fmt.Errorf("blast: projects from %s: entry %d has no id or public_key", url, i)
+		}
+	}
+	return ps, nil
+}

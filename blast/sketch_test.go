@@ -1,0 +1,111 @@
+package blast
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+func lognormal(r *rand.Rand, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = time.Duration(math.Exp(r.NormFloat64()*0.8) * float64(2*time.Millisecond))
+	}
+	return out
+}
+
+func TestSketchAccuracy(t *testing.T) {
+	vals := lognormal(rand.New(rand.NewPCG(1, 2)), 100000)
+	s := NewSketch()
+	for _, v := range vals {
+		s.Add(v)
+	}
+	slices.Sort(vals)
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999, 0.9999} {
+		exact := vals[int(q*float64(len(vals)-1))]
+		got := s.Quantile(q)
+		if rel := math.Abs(float64(got-exact)) / float64(exact); rel > Alpha+1e-9 {
+			t.Errorf("q%v: got %v exact %v (rel err %.4f > %v)", q, got, exact, rel, Alpha)
+		}
+	}
+	if s.Max() != vals[len(vals)-1] || s.Quantile(0) != vals[0] {
+		t.Errorf("min/max %v/%v, want exact %v/%v", s.Quantile(0), s.Max(), vals[0], vals[len(vals)-1])
+	}
+	if s.Count() != int64(len(vals)) {
+		t.Errorf("count %d", s.Count())
+	}
+	if NewSketch().Quantile(0.99) != 0 {
+		t.Error("empty sketch quantile != 0")
+	}
+}
+
+func TestSketchMergeEqualsUnion(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	a, b, union := NewSketch(), NewSketch(), NewSketch()
+	for _, v := range lognormal(r, 5000) {
+		a.Add(v)
+		union.Add(v)
+	}
+	for _, v := range lognormal(r, 7000) {
+		b.Add(v * 3)
+		union.Add(v * 3)
+	}
+	b.Add(0) // zero bucket too
+	union.Add(0)
+	if err := a.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Equal(union) {
+		t.Fatal("merged sketch differs from the sketch of the union")
+	}
+}
+
+func TestSketchJSONRoundTrip(t *testing.T) {
+	s := NewSketch()
+	for _, v := range lognormal(rand.New(rand.NewPCG(5, 6)), 20000) {
+		s.Add(v)
+	}
+	for _, sk := range []*Sketch{s, NewSketch()} {
+		b, err := json.Marshal(sk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Sketch
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !back.Equal(sk) {
+			t.Fatalf("round trip changed the sketch: %s", b)
+		}
+		if len(b) > 4096 {
+			t.Errorf("encoded sketch %d bytes", len(b))
+		}
+	}
+	for _, bad := range []string{`{"alpha":0.02,"unit":"ms","count":0,"ddsketch":"AA=="}`, `{"alpha":0.01,"unit":"s"}`, `{"alpha":0.01,"unit":"ms","count":5,"ddsketch":""}`, `{"alpha":0.01,"unit":"ms","count":5,"ddsketch":"!!"}`} {
+		var back Sketch
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
+
+func FuzzSketchUnmarshal(f *testing.F) {
+	s := NewSketch()
+	s.Add(time.Millisecond)
+	b, _ := json.Marshal(s)
+	f.Add(b)
+	f.Add([]byte(`{"alpha":0.01,"unit":"ms","count":0,"ddsketch":""}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s Sketch
+		if json.Unmarshal(b, &s) != nil {
+			return
+		}
+		s.Quantile(0.99) // must not panic
+		if _, err := json.Marshal(&s); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
