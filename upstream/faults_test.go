@@ -93,7 +93,9 @@ func isNetworkError(err error) bool {
 }
 
 func TestFaultReset(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.Faults = Faults{Inject: []Injection{{Route: "envelope", Reset: true, Probability: 1}}} })
+	f := newFixture(t, func(c *Config) {
+		c.Faults = Faults{Inject: []Injection{{Route: "envelope", Reset: true, Probability: 1}}}
+	})
 	p := f.ps[0]
 	tr := &http.Transport{DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
