@@ -9,8 +9,8 @@
 //
 // Errors are classified by three sentinels, always returned wrapped with
 // detail: ErrMalformed (cannot be decoded at all), ErrBadSignature (well
-// formed, but the signature or MAC does not match) and ErrExpired (valid but
-// too old). Test with errors.Is.
+// formed, but the signature or MAC does not match) and ErrExpired (valid, but
+// its timestamp is too old or too far in the future). Test with errors.Is.
 package relayauth
 
 import "errors"
