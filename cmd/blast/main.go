@@ -44,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
-		return 2
+		return 0
 	case errors.As(err, &ue) || errors.Is(err, blast.ErrConfig):
 		fmt.Fprintln(stderr, "blast:", err)
 		return 2
@@ -55,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func blastCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("blast", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are reported in one line by run
 	var (
 		target       = fs.String("target", "", "base URL of the Relay or fake-upstream, e.g. http://127.0.0.1:3000")
 		rateS        = fs.String("rate", "1000", "requests per second over all shards, or max (closed loop with --concurrency)")
@@ -82,7 +82,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		client       = fs.String("client", blast.ClientFastHTTP, "HTTP client: fasthttp or net/http")
 		sdkClient    = fs.String("sdk-client", blast.DefaultSDKClient, "sentry_client in X-Sentry-Auth")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -179,8 +179,9 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 
 func merge(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("blast merge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	out := fs.String("out", "", "write the merged result as JSON to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -203,6 +204,22 @@ func merge(args []string, stdout io.Writer) error {
 	}
 	if *out != "" {
 		return m.WriteFile(*out)
+	}
+	return nil
+}
+
+// parse parses flags; -h prints the usage to stdout, a bad flag is a usage
+// error reported in one line.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "usage: %s [flags]   (or: blast merge [--out FILE] A.json B.json ...)\n", fs.Name())
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return err
+	}
+	if err != nil {
+		return usageError{err}
 	}
 	return nil
 }

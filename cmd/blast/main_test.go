@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/blast"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "blast-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "blast")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func sink(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func runBlast(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return o.String(), e.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), 0
+}
+
+// Bad input: one line on stderr, exit status 2, nothing sent.
+func TestBadInput(t *testing.T) {
+	srv, n := sink(t)
+	ok := []string{"--target", srv.URL, "--count", "10", "--pool", "20"}
+	for _, tc := range [][]string{
+		{"--rate", "-5"},
+		{"--rate", "0"},
+		{"--rate", "fast"},
+		{"--target", "not a url"},
+		{"--target", "ftp://127.0.0.1:1"},
+		{"--target", ""},
+		{"--encoding", "lz4"},
+		{"--encoding", ""},
+		{"--mix", "bogus=1"},
+		{"--mix", "errors=x"},
+		{"--mix", "errors=-1"},
+		{"--shard", "2/2"},
+		{"--shard", "1"},
+		{"--shard", "-1/3"},
+		{"--concurrency", "0"},
+		{"--max-inflight", "-1"},
+		{"--duration", "-1s"},
+		{"--pool", "0"},
+		{"--zipf-s", "1"},
+		{"--client", "curl"},
+		{"--no-such-flag"},
+		{"stray-argument"},
+	} {
+		args := append(append([]string{}, ok...), tc...)
+		_, stderr, code := runBlast(t, args...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", tc, code, stderr)
+			continue
+		}
+		if tc[0] != "--no-such-flag" && (len(lines) != 1 || !strings.HasPrefix(lines[0], "blast: ")) {
+			t.Errorf("%v: stderr %q, want one line", tc, stderr)
+		}
+	}
+	if n.Load() != 0 {
+		t.Fatalf("bad input sent %d requests", n.Load())
+	}
+	if _, _, code := runBlast(t, "merge"); code != 2 {
+		t.Errorf("merge without files: exit %d", code)
+	}
+	if _, _, code := runBlast(t, "merge", "/nonexistent.json"); code != 2 {
+		t.Errorf("merge of a missing file: exit %d", code)
+	}
+}
+
+func TestRunShardsAndMerge(t *testing.T) {
+	srv, n := sink(t)
+	dir := t.TempDir()
+	var files []string
+	for _, shard := range []string{"0/2", "1/2"} {
+		f := filepath.Join(dir, strings.ReplaceAll(shard, "/", "of")+".json")
+		files = append(files, f)
+		stdout, stderr, code := runBlast(t, "--target", srv.URL, "--rate", "2000", "--count", "301", "--pool", "40",
+			"--encoding", "gzip", "--shard", shard, "--out", f)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(stdout, "sent") || !strings.Contains(stdout, "latency") {
+			t.Fatalf("no summary table:\n%s", stdout)
+		}
+	}
+	if n.Load() != 301 {
+		t.Fatalf("server got %d, want 301", n.Load())
+	}
+	merged := filepath.Join(dir, "merged.json")
+	stdout, stderr, code := runBlast(t, append([]string{"merge", "--out", merged}, files...)...)
+	if code != 0 {
+		t.Fatalf("merge exit %d: %s", code, stderr)
+	}
+	r, err := blast.ReadFile(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sent != 301 || r.OK != 301 || r.Parts != 2 || r.Latency.Count() != 301 {
+		t.Fatalf("merged sent %d ok %d parts %d latency count %d\n%s", r.Sent, r.OK, r.Parts, r.Latency.Count(), stdout)
+	}
+	if st, _ := os.Stat(merged); st.Size() > 100<<10 {
+		t.Errorf("result file %d bytes", st.Size())
+	}
+}
+
+func TestDump(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pool")
+	_, stderr, code := runBlast(t, "--dump", dir, "--pool", "25", "--encoding", "zstd")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	ents, _ := filepath.Glob(filepath.Join(dir, "*.envelope"))
+	if len(ents) != 25 {
+		t.Fatalf("%d envelopes dumped", len(ents))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SIGINT stops sending, prints the partial result and writes --out.
+func TestInterrupt(t *testing.T) {
+	srv, n := sink(t)
+	out := filepath.Join(t.TempDir(), "r.json")
+	cmd := exec.Command(binary, "--target", srv.URL, "--rate", "500", "--duration", "60s", "--pool", "30", "--out", out, "--progress")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for traffic, then interrupt.
+	deadline := time.Now().Add(20 * time.Second)
+	for n.Load() < 200 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if err != nil {
+		t.Fatalf("%v: %s", err, e.String())
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("exit took %v after SIGINT", took)
+	}
+	r, err := blast.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Interrupted || r.Sent < 200 || r.Sent != n.Load() || !strings.Contains(o.String(), "interrupted") {
+		t.Fatalf("interrupted %v sent %d server %d\n%s", r.Interrupted, r.Sent, n.Load(), o.String())
+	}
+}
