@@ -5,7 +5,10 @@
 //
 // # Wire format
 //
-//	envelope = header [LF] *( item-header LF payload [LF] )
+//	envelope = header *( LF item-header LF payload ) [LF]
+//
+// where the LF after the last header or payload may be missing when the input
+// ends there (a bare final item header has an empty payload).
 //
 // The rules, each with the Relay behaviour it reproduces:
 //

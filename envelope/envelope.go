@@ -12,27 +12,51 @@ import (
 	"unicode/utf8"
 )
 
-// Rule names the framing rule an input broke.
+// Rule names the framing rule an input broke. Its value is a short
+// human-readable phrase, stable enough to count errors by.
 type Rule string
 
-// Rules reported in ParseError.Rule.
+// Rules reported in ParseError.Rule, with the Relay error each corresponds to.
 const (
-	RuleEmpty             Rule = "empty envelope"
-	RuleHeaderInvalid     Rule = "invalid envelope header"
-	RuleDuplicateKey      Rule = "duplicate key in header"
-	RuleMissingNewline    Rule = "missing newline after header or payload"
+	// RuleEmpty: the input has no bytes ("empty request body").
+	RuleEmpty Rule = "empty envelope"
+	// RuleHeaderInvalid: the envelope header is missing, not JSON, not an
+	// object, or a typed field has the wrong type ("invalid envelope header").
+	RuleHeaderInvalid Rule = "invalid envelope header"
+	// RuleDuplicateKey: a key occurs twice at the top level of the envelope
+	// header or an item header.
+	RuleDuplicateKey Rule = "duplicate key in header"
+	// RuleMissingNewline: the byte after a header or a length-delimited payload
+	// is neither LF nor the end of input, e.g. CR of CRLF
+	// ("missing newline after header or payload").
+	RuleMissingNewline Rule = "missing newline after header or payload"
+	// RuleItemHeaderInvalid: an item header is not JSON, not an object, or a
+	// typed field has the wrong type ("invalid item header").
 	RuleItemHeaderInvalid Rule = "invalid item header"
-	RuleMissingType       Rule = "item header without type"
-	RuleTypeNotString     Rule = "item type is not a string"
-	RuleInternalType      Rule = "internal item type"
-	RuleBadLength         Rule = "invalid item length"
-	RuleBadItemCount      Rule = "invalid item_count"
-	RuleUnexpectedEOF     Rule = "unexpected end of file"
-	RuleTrailingData      Rule = "trailing data after last item"
-	RuleTooLarge          Rule = "envelope too large"
+	// RuleMissingType: an item header has no "type" ("invalid item header").
+	RuleMissingType Rule = "item header without type"
+	// RuleTypeNotString: "type" is not a JSON string ("invalid item header").
+	RuleTypeNotString Rule = "item type is not a string"
+	// RuleInternalType: "type" is "integration", which only Relay may create.
+	RuleInternalType Rule = "internal item type"
+	// RuleBadLength: "length" is not an integer in 0..4294967295
+	// ("invalid item header").
+	RuleBadLength Rule = "invalid item length"
+	// RuleBadItemCount: "item_count" is not an integer in 0..4294967295
+	// ("invalid item header").
+	RuleBadItemCount Rule = "invalid item_count"
+	// RuleUnexpectedEOF: a "length" runs past the end of the input
+	// ("unexpected end of file").
+	RuleUnexpectedEOF Rule = "unexpected end of file"
+	// RuleTrailingData: only whitespace follows the last item, such as a
+	// second final LF ("unexpected end of file").
+	RuleTrailingData Rule = "trailing data after last item"
+	// RuleTooLarge: ParseReader's input exceeds its limit.
+	RuleTooLarge Rule = "envelope too large"
 )
 
-// ParseError names the byte offset and the rule broken.
+// ParseError is a rejected envelope: the byte offset where the fault was
+// found and the rule broken. Detail says more, for people.
 type ParseError struct {
 	Offset int
 	Rule   Rule
@@ -46,34 +70,55 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("envelope: offset %d: %s (%s)", e.Offset, e.Rule, e.Detail)
 }
 
-// Item is one envelope item.
+// Item is one envelope item, parsed or to be written.
 type Item struct {
-	Header      []byte         // raw item-header JSON as received (nil when building: Marshal writes it)
-	Type        string         // "type"
-	ContentType string         // "content_type"; "" = absent
-	ItemCount   int            // "item_count"; 0 = absent
-	Extra       map[string]any // builder only: extra item-header fields; ignored by Parse
-	Payload     []byte         // aliases the parsed input
+	// Header is the raw item-header JSON object as received. Leave it nil when
+	// building; Marshal writes the header from the fields below and copies
+	// Header's other members, if any.
+	Header []byte
+	// Type is "type", decoded. Unknown types are kept as they are.
+	Type string
+	// ContentType is "content_type"; "" when absent or null.
+	ContentType string
+	// ItemCount is "item_count"; 0 when absent, null or 0. Relay honours it
+	// only for container-capable types (log, span, trace_metric, session, ...).
+	ItemCount int
+	// Extra holds further item-header fields to write, e.g. "filename".
+	// Builder only: Parse leaves it nil.
+	Extra map[string]any
+	// Payload is the item's payload; after Parse it aliases the input.
+	Payload []byte
 }
 
 // Envelope is a parsed envelope or one being built.
 type Envelope struct {
-	Header               []byte // raw envelope-header JSON object ("{}" if nil when marshalling)
-	EventID, DSN, SentAt string // parsed from Header by Parse (Marshal ignores them)
+	// Header is the raw envelope-header JSON object. When building it must be
+	// a JSON object; empty means "{}".
+	Header []byte
+	// EventID, DSN and SentAt are the decoded string values of those header
+	// fields, set by Parse ("" when absent or null). Marshal ignores them:
+	// it writes Header.
+	EventID, DSN, SentAt string
 	Items                []Item
 }
 
-// Summary is the allocation-free result of Scan.
+// Summary is what Scan records about an envelope, without copying.
 type Summary struct {
-	DSN, EventID, SentAt []byte // string contents of those header fields (nil if absent)
-	Items                []ItemSummary
+	// DSN, EventID and SentAt are the contents of those JSON strings in the
+	// envelope header, aliasing the input; nil when absent or null. Strings
+	// with JSON escapes are decoded into fresh memory instead.
+	DSN, EventID, SentAt []byte
+	// Items is reset and refilled by each Scan, reusing its capacity.
+	Items []ItemSummary
 }
 
-// ItemSummary describes one item found by Scan.
+// ItemSummary describes one item found by Scan. Type and ContentType alias
+// the input like Summary's strings.
 type ItemSummary struct {
-	Type                     []byte
-	ContentType              []byte
-	ItemCount                int
+	Type        []byte
+	ContentType []byte // nil when absent or null
+	ItemCount   int    // 0 when absent
+	// The payload is b[PayloadStart:PayloadEnd] of the scanned input b.
 	PayloadStart, PayloadEnd int
 }
 
