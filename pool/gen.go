@@ -6,6 +6,7 @@ import (
 
 	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
+	"github.com/relayload/relayload/useragent"
 )
 
 // gen builds entries; one per worker goroutine (it owns scratch buffers).
@@ -18,11 +19,14 @@ type gen struct {
 	now    float64
 	r      *rand.Rand
 	pcg    *rand.PCG
+
+	canaries canarySet
+	lb       []byte // line scratch
 }
 
-func newGen(o *Options, agents *agentTable) *gen {
+func newGen(o *Options, agents *agentTable, cs canarySet) *gen {
 	pcg := rand.NewPCG(0, 0)
-	return &gen{o: o, agents: agents, now: float64(o.Now.UnixMilli()) / 1000, pcg: pcg, r: rand.New(pcg)}
+	return &gen{o: o, agents: agents, now: float64(o.Now.UnixMilli()) / 1000, pcg: pcg, r: rand.New(pcg), canaries: cs}
 }
 
 // seed points g.r at the content stream of index i.
@@ -34,7 +38,7 @@ func (g *gen) seed(i int) {
 type ctx struct {
 	index   int
 	project int
-	agent   string
+	agent   useragent.Agent
 	ip      string
 }
 
@@ -63,7 +67,7 @@ func (g *gen) build(i int, s slot, e *Entry, enc *compression.Encoder) error {
 	}
 	raw := env.Marshal()
 	*e = Entry{
-		Kind: s.kind, Project: c.project, EventID: eventID, UserAgent: c.agent, ForwardedFor: c.ip,
+		Kind: s.kind, Project: c.project, EventID: eventID, UserAgent: c.agent.UA, ForwardedFor: c.ip,
 		RawSize: len(raw), Items: items, raw: raw, Body: raw,
 	}
 	if g.o.Encoding != compression.Identity {
@@ -104,7 +108,7 @@ func (g *gen) header(eventID string, sdkName, sdkVersion string, fn func(w *jw))
 		fn(w)
 	}
 	w.close()
-	return append([]byte(nil), w.b...)
+	return w.b // aliases scratch; env.Marshal copies it
 }
 
 // payload resets the payload writer.
@@ -114,7 +118,12 @@ func (g *gen) payload() *jw {
 	return &g.w
 }
 
-func (g *gen) take() []byte { return append([]byte(nil), g.w.b...) }
+// take returns the payload written since payload(). It aliases the scratch
+// buffer: valid until the next payload(); env.Marshal copies it.
+func (g *gen) take() []byte { return g.w.b }
+
+// takeCopy is take for envelopes with several payloads.
+func (g *gen) takeCopy() []byte { return append([]byte(nil), g.w.b...) }
 
 // hexID returns n random lowercase hex chars (n ≤ 32).
 func (g *gen) hexID(n int) string {

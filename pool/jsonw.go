@@ -53,7 +53,31 @@ func (w *jw) str(s string) {
 
 func (w *jw) strBytes(s []byte) {
 	w.sep()
-	w.b = appendQuoted(w.b, string(s))
+	w.b = appendQuoted(w.b, s)
+	w.comma = true
+}
+
+// strs writes the concatenation of parts as one JSON string without
+// building it first.
+func (w *jw) strs(parts ...string) {
+	w.sep()
+	w.b = append(w.b, '"')
+	for _, p := range parts {
+		w.b = appendEscaped(w.b, p)
+	}
+	w.b = append(w.b, '"')
+	w.comma = true
+}
+
+// kstrs is key + strs.
+func (w *jw) kstrs(k string, parts ...string) {
+	w.key(k)
+	w.sep()
+	w.b = append(w.b, '"')
+	for _, p := range parts {
+		w.b = appendEscaped(w.b, p)
+	}
+	w.b = append(w.b, '"')
 	w.comma = true
 }
 
@@ -99,17 +123,23 @@ const hexDigits = "0123456789abcdef"
 
 // appendQuoted appends s as a JSON string. Generated text is ASCII almost
 // everywhere, so the loop copies runs of safe bytes at once.
-func appendQuoted(b []byte, s string) []byte {
+func appendQuoted[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
+	b = appendEscaped(b, s)
+	return append(b, '"')
+}
+
+// appendEscaped appends the JSON-escaped contents of s (no quotes).
+func appendEscaped[T string | []byte](b []byte, s T) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if plain[c] {
 			i++
 			continue
 		}
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
+			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 			if r == utf8.RuneError && size == 1 {
 				b = append(b, s[start:i]...)
 				b = append(b, `\ufffd`...)
@@ -138,6 +168,13 @@ func appendQuoted(b []byte, s string) []byte {
 		i++
 		start = i
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }
+
+// plain marks the ASCII bytes that need no escaping in a JSON string.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()

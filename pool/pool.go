@@ -196,6 +196,10 @@ func Build(ctx context.Context, opts Options) (*Pool, error) {
 	}
 	p := &Pool{Options: opts, Entries: make([]Entry, opts.Size)}
 	slots := plan(&opts)
+	cs, err := loadCanaries()
+	if err != nil {
+		return nil, err
+	}
 	agents := newAgentTable(&opts)
 	enc := compression.NewEncoder()
 
@@ -213,7 +217,7 @@ func Build(ctx context.Context, opts Options) (*Pool, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g := newGen(&opts, agents)
+			g := newGen(&opts, agents, cs)
 			for {
 				if ctx.Err() != nil {
 					fail(ctx.Err())

@@ -1,0 +1,134 @@
+package pool
+
+import (
+	"strconv"
+
+	"github.com/relayload/relayload/envelope"
+	"github.com/relayload/relayload/useragent"
+)
+
+// Logs: one `log` container item with 1–100 records (skewed small: about
+// half have ≤ 25), item_count = records, content_type
+// application/vnd.sentry.items.log+json. Records carry 6–14 attributes:
+// the SDK defaults, a message template with parameters for half of them,
+// and a few typed custom attributes. One record's body carries the
+// log_body_email canary, one record has a `password` attribute
+// (log_attribute_password). Browser logs carry user_agent.original.
+
+const logContentType = "application/vnd.sentry.items.log+json"
+
+var levels = [...]struct {
+	name string
+	sev  int64
+}{{"trace", 1}, {"debug", 5}, {"info", 9}, {"info", 9}, {"info", 9}, {"info", 9}, {"warn", 13}, {"warn", 13}, {"error", 17}, {"fatal", 21}}
+
+func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
+	p := g.platformFor(c.agent.Class)
+	if p.mobile {
+		p = platforms[1+g.r.IntN(4)]
+	}
+	u := g.r.Float64()
+	n := 1 + int(u*u*100)
+	if n > 100 {
+		n = 100
+	}
+	release, environment := g.release(c), g.environment()
+	host := g.noun() + "-" + g.hexID(5)
+	emailAt, pwAt := g.r.IntN(n), g.r.IntN(n)
+	t := g.now - 5 - g.r.Float64()*10
+	traceID := g.uuid()
+	i := c.index
+
+	w := g.payload()
+	w.open()
+	w.arr("items")
+	for j := 0; j < n; j++ {
+		if g.r.IntN(8) == 0 {
+			traceID = g.uuid()
+		}
+		t += g.r.Float64() * 0.1
+		lv := levels[g.r.IntN(len(levels))]
+		w.open()
+		w.kfloat("timestamp", t, 6)
+		w.kstr("trace_id", traceID)
+		if g.r.IntN(2) == 0 {
+			w.kstr("span_id", g.hexID(16))
+		}
+		w.kstr("level", lv.name)
+		w.kint("severity_number", lv.sev)
+
+		// Body: a parameterised message or free text.
+		templated := g.r.IntN(2) == 0
+		var tmpl string
+		var params []string
+		if j == emailAt {
+			w.kstr("body", "Receipt sent to "+g.cv(cvLogBodyEmail, i))
+		} else if templated {
+			a, b := g.noun(), g.noun()
+			v := g.pickS(pastVerbs)
+			tmpl = title(a) + " %s " + v + " for " + b + " %s in %sms"
+			params = []string{strconv.Itoa(g.r.IntN(1000000)), g.hexID(8), strconv.Itoa(g.r.IntN(5000))}
+			w.kstr("body", title(a)+" "+params[0]+" "+v+" for "+b+" "+params[1]+" in "+params[2]+"ms")
+		} else {
+			w.kstr("body", g.sentence())
+		}
+		w.obj("attributes")
+		attrStr(w, "sentry.environment", environment)
+		attrStr(w, "sentry.release", release)
+		attrStr(w, "sentry.sdk.name", p.sdk)
+		attrStr(w, "sentry.sdk.version", p.sdkVersion)
+		if p.server {
+			attrStr(w, "server.address", host)
+		}
+		if c.agent.Class == useragent.Browser && p.browser {
+			attrStr(w, "user_agent.original", c.agent.UA)
+		}
+		if tmpl != "" {
+			attrStr(w, "sentry.message.template", tmpl)
+			for k, v := range params {
+				attrStr(w, "sentry.message.parameter."+strconv.Itoa(k), v)
+			}
+		}
+		if g.r.IntN(3) == 0 {
+			attrStr(w, "sentry.origin", "auto.log."+g.pickS([]string{"stdlib", "console", "logback", "slog", "winston"}))
+		}
+		for k, m := 0, g.r.IntN(5); k < m; k++ {
+			name := g.noun() + "." + g.pickS([]string{"id", "count", "ms", "enabled", "name", "ratio"})
+			w.obj(name)
+			switch name[indexByte(name, '.')+1:] {
+			case "count", "id":
+				w.kint("value", int64(g.r.IntN(100000)))
+				w.kstr("type", "integer")
+			case "ms", "ratio":
+				w.kfloat("value", g.r.Float64()*1000, 3)
+				w.kstr("type", "double")
+			case "enabled":
+				w.kbool("value", g.r.IntN(2) == 0)
+				w.kstr("type", "boolean")
+			default:
+				w.kstr("value", g.noun()+"-"+g.adjective())
+				w.kstr("type", "string")
+			}
+			w.close()
+		}
+		if j == pwAt {
+			attrStr(w, "password", g.cv(cvLogAttributePassword, i))
+		}
+		w.close()
+		w.close()
+	}
+	w.closeArr()
+	w.close()
+	env.Header = g.header("", p.sdk, p.sdkVersion, nil)
+	env.Items = []envelope.Item{{Type: "log", ContentType: logContentType, ItemCount: n, Payload: g.take()}}
+	return n
+}
+
+func attrStr(w *jw, k, v string) {
+	w.obj(k)
+	w.kstr("value", v)
+	w.kstr("type", "string")
+	w.close()
+}
+
+var pastVerbs = []string{"loaded", "saved", "updated", "created", "deleted", "computed", "validated", "parsed", "rendered", "built", "handled", "processed", "dispatched", "applied", "resolved", "synced", "refreshed", "submitted", "sent", "published", "consumed", "queued", "merged", "found", "checked", "scheduled", "retried", "flushed", "committed", "reserved", "charged", "shipped"}

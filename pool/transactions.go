@@ -1,0 +1,390 @@
+package pool
+
+import (
+	"strconv"
+
+	"github.com/relayload/relayload/envelope"
+)
+
+// Transactions: 20–100 spans as a tree under the root span (the trace
+// context): ~65% direct children of the root, the rest nested up to 4
+// levels under function/middleware spans. Every child lies within its
+// parent's time range; siblings run one after another.
+
+// sql returns a statement with placeholders in the platform's style; if
+// op is non-nil it receives the db.operation.
+func (g *gen) sql(op *string) string {
+	t, u := g.noun(), g.noun()
+	a, b := t[:1], u[:1]
+	if a == b {
+		b += "2"
+	}
+	c1, c2, c3 := g.noun(), g.noun(), g.noun()
+	var s, o string
+	switch g.r.IntN(9) {
+	case 0, 1, 2:
+		o = "SELECT"
+		s = "SELECT " + a + ".id, " + a + "." + c1 + ", " + a + "." + c2 + "_id, " + a + ".created_at FROM " + t + "s " + a + " WHERE " + a + "." + c3 + "_id = %s LIMIT %s"
+	case 3:
+		o = "SELECT"
+		s = "SELECT COUNT(*) AS __count FROM " + t + "s WHERE (" + t + "s." + c1 + "_id = %s AND " + t + "s.status = %s)"
+	case 4:
+		o = "SELECT"
+		s = "SELECT " + a + ".id, " + a + "." + c1 + ", " + b + ".id, " + b + "." + c2 + " FROM " + t + "s " + a + " INNER JOIN " + u + "s " + b + " ON (" + a + "." + u + "_id = " + b + ".id) WHERE " + b + ".id IN (%s, %s, %s) ORDER BY " + a + ".created_at DESC"
+	case 5:
+		o = "INSERT"
+		s = "INSERT INTO " + t + "s (" + c1 + ", " + c2 + "_id, " + c3 + ", created_at) VALUES (%s, %s, %s, %s) RETURNING " + t + "s.id"
+	case 6:
+		o = "UPDATE"
+		s = "UPDATE " + t + "s SET " + c1 + " = %s, updated_at = %s WHERE " + t + "s.id = %s"
+	case 7:
+		o = "DELETE"
+		s = "DELETE FROM " + t + "_" + u + "s WHERE " + t + "_id = %s"
+	default:
+		o = "SELECT"
+		s = "SELECT DISTINCT " + a + "." + c1 + " FROM " + t + "s " + a + " WHERE " + a + "." + c2 + " >= %s AND " + a + "." + c3 + " IS NOT NULL ORDER BY " + a + "." + c1 + " ASC"
+	}
+	if op != nil {
+		*op = o
+	}
+	return s
+}
+
+// placeholders rewrites %s to the platform's style: $1.. (node, go), ? (java).
+func placeholders(s string, lang byte) string {
+	if lang != 'j' && lang != 'g' && lang != 'J' {
+		return s
+	}
+	out := make([]byte, 0, len(s)+8)
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+1 < len(s) && s[i+1] == 's' {
+			n++
+			if lang == 'J' {
+				out = append(out, '?')
+			} else {
+				out = append(out, '$')
+				out = strconv.AppendInt(out, int64(n), 10)
+			}
+			i++
+			continue
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+type span struct {
+	parent     int // index into spans; -1 = root
+	id         string
+	op, desc   string
+	start, end int64 // microseconds since epoch
+	children   []int
+	container  bool
+	kind       byte // 'd'b, 'h'ttp, 'c'ache, 'f'unction, 'r'esource, 'b'rowser
+	dbOp       string
+	status     string
+}
+
+// layout assigns times: node's children run one after another inside
+// [start, end], each taking a random share with small gaps.
+func (g *gen) layout(spans []span, children []int, start, end int64) {
+	k := len(children)
+	if k == 0 {
+		return
+	}
+	total := end - start
+	weights := make([]float64, k)
+	var sum float64
+	for j := range weights {
+		weights[j] = 0.2 + g.r.Float64()
+		sum += weights[j]
+	}
+	t := start
+	for j, ci := range children {
+		slot := int64(float64(total) * weights[j] / sum)
+		gap := int64(float64(slot) * (0.02 + g.r.Float64()*0.1))
+		s := t + gap/2
+		e := t + slot - gap/2
+		if e < s {
+			e = s
+		}
+		if e > end {
+			e = end
+		}
+		if s > e {
+			s = e
+		}
+		spans[ci].start, spans[ci].end = s, e
+		g.layout(spans, spans[ci].children, s, e)
+		t += slot
+	}
+}
+
+func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
+	p := g.platformFor(c.agent.Class)
+	if p.mobile {
+		p = platforms[1+g.r.IntN(4)]
+	}
+	id := g.uuid()
+	traceID, rootID := g.uuid(), g.hexID(16)
+	release, environment := g.release(c), g.environment()
+	path, route := g.urlPath()
+	host := g.pickS(hosts)
+	i := c.index
+
+	var durUS int64
+	rootOp := "http.server"
+	name := g.pickS([]string{"GET ", "POST ", "GET ", "PUT "}) + route
+	if p.browser {
+		rootOp = g.pickS([]string{"pageload", "pageload", "navigation"})
+		durUS = 500_000 + g.r.Int64N(7_500_000)
+		name = route
+	} else {
+		durUS = 30_000 + g.r.Int64N(2_970_000)
+	}
+	endUS := g.o.Now.UnixMicro() - 50_000 - g.r.Int64N(20_000_000)
+	startUS := endUS - durUS
+
+	// Build the tree.
+	n := 20 + g.r.IntN(81)
+	spans := make([]span, 0, n)
+	var rootChildren []int
+	var containers []int
+	add := func(s span) int {
+		s.id = g.hexID(16)
+		idx := len(spans)
+		spans = append(spans, s)
+		if s.parent < 0 {
+			rootChildren = append(rootChildren, idx)
+		} else {
+			spans[s.parent].children = append(spans[s.parent].children, idx)
+		}
+		if s.container {
+			containers = append(containers, idx)
+		}
+		return idx
+	}
+	parentFor := func() int {
+		if len(containers) == 0 || g.r.IntN(100) < 65 {
+			return -1
+		}
+		return containers[g.r.IntN(len(containers))]
+	}
+	depth := func(idx int) int {
+		d := 0
+		for idx >= 0 {
+			idx = spans[idx].parent
+			d++
+		}
+		return d
+	}
+	if p.browser {
+		for _, ev := range []string{"domContentLoadedEvent", "loadEvent", "connect", "request", "response"} {
+			add(span{parent: -1, op: "browser." + ev, desc: ev, kind: 'b'})
+		}
+	} else {
+		for j, m := 0, 2+g.r.IntN(3); j < m; j++ {
+			add(span{parent: -1, op: "middleware." + p.name, desc: title(g.noun()) + "Middleware", kind: 'f', container: true})
+		}
+	}
+	for len(spans) < n {
+		parent := parentFor()
+		if parent >= 0 && depth(parent) >= 4 {
+			parent = -1
+		}
+		switch x := g.r.IntN(100); {
+		case x < 8 && n-len(spans) >= 10:
+			// N+1: the same statement 10–30 times in a row under one parent.
+			var op string
+			stmt := placeholders(g.sql(&op), p.lang)
+			for j, m := 0, min(10+g.r.IntN(21), n-len(spans)); j < m; j++ {
+				add(span{parent: parent, op: dbOp(p), desc: stmt, kind: 'd', dbOp: op})
+			}
+		case x < 45:
+			var op string
+			stmt := placeholders(g.sql(&op), p.lang)
+			add(span{parent: parent, op: dbOp(p), desc: stmt, kind: 'd', dbOp: op})
+		case x < 60:
+			m := g.pickS([]string{"GET", "GET", "POST", "PUT", "DELETE"})
+			pth, _ := g.urlPath()
+			add(span{parent: parent, op: "http.client", desc: m + " https://" + g.pickS(apiHosts) + pth, kind: 'h'})
+		case x < 72:
+			add(span{parent: parent, op: g.pickS([]string{"cache.get", "cache.get", "cache.put"}), desc: g.noun() + ":" + strconv.Itoa(g.r.IntN(100000)), kind: 'c'})
+		case x < 80 && p.browser:
+			add(span{parent: parent, op: g.pickS([]string{"resource.script", "resource.css", "resource.img", "resource.other"}), desc: "https://" + host + "/assets/" + g.noun() + "-" + g.hexID(8) + ".js", kind: 'r'})
+		default:
+			op := g.pickS([]string{"function", "function", "serialize", "template.render", "queue.publish", "view.render"})
+			if p.browser {
+				op = g.pickS([]string{"ui.react.render", "ui.react.mount", "function", "mark"})
+			}
+			add(span{parent: parent, op: op, desc: g.camel(), kind: 'f', container: true})
+		}
+	}
+	g.layout(spans, rootChildren, startUS, endUS)
+	plant := g.r.IntN(len(spans))
+	spanStatus := []string{"ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "internal_error", "not_found", "deadline_exceeded"}
+
+	w := g.payload()
+	w.open()
+	w.kstr("event_id", id)
+	w.kstr("type", "transaction")
+	w.kstr("platform", p.name)
+	w.kstr("transaction", name)
+	w.obj("transaction_info")
+	if p.browser {
+		w.kstr("source", "route")
+	} else {
+		w.kstr("source", g.pickS([]string{"route", "route", "url", "view"}))
+	}
+	w.close()
+	w.kfloat("start_timestamp", float64(startUS)/1e6, 6)
+	w.kfloat("timestamp", float64(endUS)/1e6, 6)
+	w.kstr("release", release)
+	w.kstr("environment", environment)
+	if p.server {
+		w.kstr("server_name", g.noun()+"-"+g.hexID(5)+"-"+strconv.Itoa(g.r.IntN(20)))
+	}
+	w.obj("contexts")
+	w.obj("trace")
+	w.kstr("trace_id", traceID)
+	w.kstr("span_id", rootID)
+	w.kstr("op", rootOp)
+	w.kstr("status", g.pickS(spanStatus))
+	w.kstr("origin", "auto.http."+p.name)
+	w.close()
+	if p.runtime[0] != "" {
+		w.obj("runtime")
+		w.kstr("name", p.runtime[0])
+		w.kstr("version", p.runtime[1])
+		w.close()
+	}
+	w.close()
+	w.arr("spans")
+	for si := range spans {
+		s := &spans[si]
+		w.open()
+		w.kstr("span_id", s.id)
+		if s.parent < 0 {
+			w.kstr("parent_span_id", rootID)
+		} else {
+			w.kstr("parent_span_id", spans[s.parent].id)
+		}
+		w.kstr("trace_id", traceID)
+		w.kstr("op", s.op)
+		w.kstr("description", s.desc)
+		w.kfloat("start_timestamp", float64(s.start)/1e6, 6)
+		w.kfloat("timestamp", float64(s.end)/1e6, 6)
+		w.kstr("status", g.pickS(spanStatus))
+		w.kstr("origin", "auto."+g.pickS([]string{"db", "http", "function", "cache"})+"."+p.name)
+		w.obj("data")
+		switch s.kind {
+		case 'd':
+			w.kstr("db.system", g.pickS([]string{"postgresql", "postgresql", "mysql"}))
+			w.kstr("db.name", g.pickS([]string{"shop", "orders", "catalog", "accounts_ro"}))
+			w.kstr("db.operation", s.dbOp)
+			w.kstr("server.address", g.pickS(dbHosts))
+			w.kint("server.port", 5432)
+		case 'h':
+			w.kstr("http.request.method", s.desc[:indexByte(s.desc, ' ')])
+			w.kint("http.response.status_code", int64(g.pickStatus()))
+			w.kstr("url", s.desc[indexByte(s.desc, ' ')+1:])
+			w.kint("http.response_content_length", int64(g.r.IntN(200000)))
+		case 'c':
+			w.kbool("cache.hit", g.r.IntN(3) > 0)
+			w.arr("cache.key")
+			w.str(s.desc)
+			w.closeArr()
+			w.kint("cache.item_size", int64(g.r.IntN(20000)))
+			w.kstr("network.peer.address", "redis-"+strconv.Itoa(g.r.IntN(4))+".internal")
+		case 'r':
+			w.kint("http.response_content_length", int64(g.r.IntN(500000)))
+			w.kint("http.decoded_response_content_length", int64(g.r.IntN(2000000)))
+			w.kstr("resource.render_blocking_status", g.pickS([]string{"blocking", "non-blocking"}))
+		default:
+			w.kstr("thread.name", g.pickS([]string{"MainThread", "main", "worker-1", "http-nio-8080-exec-3"}))
+		}
+		if si == plant {
+			w.kstr("password", g.cv(cvSpanDataPassword, i))
+		}
+		w.close()
+		w.close()
+	}
+	w.closeArr()
+	if p.browser {
+		w.obj("measurements")
+		for _, m := range []struct {
+			name string
+			max  float64
+			unit string
+		}{{"fp", 3000, "millisecond"}, {"fcp", 3000, "millisecond"}, {"lcp", 6000, "millisecond"}, {"ttfb", 1500, "millisecond"}, {"ttfb.requestTime", 800, "millisecond"}, {"cls", 0.5, "none"}} {
+			w.obj(m.name)
+			w.kfloat("value", g.r.Float64()*m.max, 3)
+			w.kstr("unit", m.unit)
+			w.close()
+		}
+		w.close()
+	} else if g.r.IntN(3) == 0 {
+		w.obj("measurements")
+		w.obj(g.noun() + "s.processed")
+		w.kint("value", int64(g.r.IntN(500)))
+		w.kstr("unit", "none")
+		w.close()
+		w.close()
+	}
+	w.obj("request")
+	w.kstr("url", "https://"+host+path)
+	method := "GET"
+	if !p.browser {
+		method = name[:indexByte(name, ' ')]
+	}
+	w.kstr("method", method)
+	w.obj("headers")
+	w.kstr("User-Agent", c.agent.UA)
+	w.kstr("Accept-Language", g.pickS(locales))
+	w.close()
+	w.close()
+	w.obj("user")
+	w.kstr("id", strconv.Itoa(1+g.r.IntN(5000000)))
+	w.kstr("ip_address", "{{auto}}")
+	w.close()
+	w.obj("tags")
+	w.kstr("locale", g.pickS(locales))
+	w.kstr("customer.tier", g.tagValue("customer.tier"))
+	w.close()
+	w.obj("extra")
+	w.kstr("public_note", g.cv(cvPublicNote, i))
+	w.close()
+	g.sdkInfo(w, p)
+	w.close()
+
+	pk := g.o.Projects[c.project].PublicKey
+	env.Header = g.header(id, p.sdk, p.sdkVersion, func(h *jw) {
+		g.dsc(h, traceID, pk, release, environment, name, true)
+	})
+	env.Items = []envelope.Item{{Type: "transaction", Payload: g.take()}}
+	return id, 1
+}
+
+func dbOp(p *platform) string {
+	if p.lang == 'J' {
+		return "db.sql.query"
+	}
+	return "db"
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func (g *gen) pickStatus() int {
+	if g.r.IntN(10) == 0 {
+		return 400 + g.r.IntN(104)
+	}
+	return 200 + g.r.IntN(2)
+}
