@@ -1,0 +1,102 @@
+package upstream
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/projects"
+)
+
+// eventPayload builds a deterministic error-event JSON of about size bytes,
+// shaped like an SDK event (stack frames, breadcrumbs, tags).
+func eventPayload(size int, seed int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"event_id":"%032x","timestamp":1767225600.5,"platform":"python","level":"error","logger":"shop.checkout",`, seed)
+	b.WriteString(`"exception":{"values":[{"type":"ValueError","value":"invalid literal for int() with base 10","stacktrace":{"frames":[`)
+	for i := 0; b.Len() < size/2; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"filename":"shop/checkout/views_%d.py","function":"handle_%d","lineno":%d,"in_app":true,"context_line":"    total = int(request.POST.get('amount_%d'))","vars":{"retries":%d,"order_id":"o-%d"}}`, i%7, i, 10+i*3, i, i%4, seed*100+i)
+	}
+	b.WriteString(`]}}]},"breadcrumbs":{"values":[`)
+	for i := 0; b.Len() < size-200; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"timestamp":1767225590.%03d,"category":"http","message":"GET /api/items/%d -> 200","level":"info"}`, i, seed+i)
+	}
+	b.WriteString(`]},"tags":{"region":"eu-west-1","release":"shop@7.3.0"}}`)
+	return []byte(b.String())
+}
+
+// rewindBody is a reusable request body.
+type rewindBody struct{ bytes.Reader }
+
+func (*rewindBody) Close() error { return nil }
+
+// nullWriter is a ResponseWriter that keeps nothing.
+type nullWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *nullWriter) Header() http.Header         { return w.h }
+func (w *nullWriter) WriteHeader(code int)        { w.status = code }
+func (w *nullWriter) Write(b []byte) (int, error) { return len(b), nil }
+
+func benchSink(b *testing.B, signed bool) {
+	ps, _ := projects.Generate(1, 100)
+	clk := &clock{t: time.Now()}
+	srv, err := New(Config{Projects: ps, VerifySignatures: true, Now: clk.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := ps[3]
+	raw := envelopeBody(p, eventID, item("event", string(eventPayload(10<<10, 1))))
+	body := encode(b, compression.Zstd, raw)
+	req := httptest.NewRequest("POST", p.EnvelopePath(), nil)
+	req.Header.Set("Content-Type", "application/x-sentry-envelope")
+	req.Header.Set("Content-Encoding", "zstd")
+	req.Header.Set("X-Sentry-Auth", p.AuthHeader("sentry.python/2.19.0"))
+	if signed {
+		r := newRelay(b)
+		srv.RegisterRelay(r.id, r.pub)
+		req.Header.Set("X-Sentry-Relay-Id", r.id)
+		req.Header.Set("X-Sentry-Relay-Signature", r.sk.Sign(nil, clk.Now()))
+	}
+	req.ContentLength = int64(len(body))
+	rb := &rewindBody{}
+	w := &nullWriter{h: http.Header{}}
+	h := srv.Handler()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rb.Reset(body)
+		req.Body = rb
+		h.ServeHTTP(w, req)
+		if w.status != 200 {
+			b.Fatalf("status %d", w.status)
+		}
+	}
+	b.StopTimer()
+	if st := srv.Stats(); st.Envelopes != int64(b.N) {
+		b.Fatalf("counted %d of %d", st.Envelopes, b.N)
+	}
+	b.ReportMetric(float64(len(raw)), "decoded-B")
+}
+
+// BenchmarkSinkHandler measures the envelope sink in-process (no network):
+// a ~10 KB error event, zstd-compressed, through routing, decoding, framing,
+// counting and canary scanning.
+func BenchmarkSinkHandler(b *testing.B) {
+	b.Run("sdk", func(b *testing.B) { benchSink(b, false) })
+	b.Run("relay-signed-cached", func(b *testing.B) { benchSink(b, true) })
+}
