@@ -59,7 +59,8 @@ var acceptCases = []struct {
 	{"braced and urn event ids", `{"event_id":"{9EC79C33-EC99-42AB-8353-589FCB2E04DC}"}` + "\n" + `{"type":"check_in","routing_hint":"urn:uuid:9ec79c33-ec99-42ab-8353-589fcb2e04dc"}` + "\n{}",
 		[]string{"check_in"}, []string{"{}"}},
 	{"nesting 127 deep", "{\"a\":" + strings.Repeat("[", 126) + strings.Repeat("]", 126) + "}", nil, nil},
-	{"big integers and tiny floats", `{"a":123456789012345678901234567890,"b":1e-400,"c":-0,"d":0e999}`, nil, nil},
+	{"big integers and tiny floats", `{"a":123456789012345678901234567890,"b":1e-400,"c":-0,"d":0e999,"e":0.000e99999999999999999999}`, nil, nil},
+	{"float64 limits", `{"a":1.7976931348623157e308,"b":-1.7976931348623157E+308,"c":0.00001e313,"d":179769313486231570000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000.0,"e":1e-99999999999}`, nil, nil},
 	{"same key in nested objects", `{"a":{"k":1},"b":{"k":1}}` + "\n" + `{"type":"x","o":{"type":1,"length":"y"}}` + "\nz", []string{"x"}, []string{"z"}},
 }
 
@@ -133,6 +134,11 @@ var rejectCases = []struct {
 	{"control character in string", "{\"a\":\"" + mark + "\t\"}", RuleHeaderInvalid},
 	{"bad escape", `{"a":"` + mark + `\x"}`, RuleHeaderInvalid},
 	{"number out of float64 range", `{"a":` + mark + `1e400}`, RuleHeaderInvalid},
+	{"number just past float64 max", `{"a":` + mark + `1.7976931348623159e308}`, RuleHeaderInvalid},
+	{"negative number past float64 max", `{"a":[` + mark + `-18e307]}`, RuleHeaderInvalid},
+	{"fraction scaled past float64 max", `{"a":` + mark + `0.001e312}`, RuleHeaderInvalid},
+	{"huge exponent", `{"a":` + mark + `1e99999999999999999999}`, RuleHeaderInvalid},
+	{"integer with 310 digits", `{"a":` + mark + `1` + strings.Repeat("0", 309) + `}`, RuleHeaderInvalid},
 	{"leading zero", `{"a":0` + mark + `1}`, RuleHeaderInvalid},
 	{"nesting 128 deep", "{\"a\":" + strings.Repeat("[", 126) + mark + "[" + strings.Repeat("]", 127) + "}", RuleHeaderInvalid},
 	{"BOM before header", mark + "\xef\xbb\xbf{}", RuleHeaderInvalid},
@@ -451,5 +457,15 @@ func TestScanDoesNotAllocate(t *testing.T) {
 		if n := testing.AllocsPerRun(50, func() { _ = Scan(in, &s) }); n != 0 {
 			t.Errorf("withLength=%v: %v allocations per Scan", withLength, n)
 		}
+	}
+	// Numbers with exponents are range-checked without allocating too.
+	in := []byte(`{"trace":{"sample_rate":1e-05,"x":[1.5E+300,-2e-308,0.1e10]},"sent_at":"2026-01-01T00:00:00Z"}` + "\n" + `{"type":"log","item_count":2}` + "\n[]")
+	var s Summary
+	if n := testing.AllocsPerRun(50, func() {
+		if err := Scan(in, &s); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per Scan of a header with exponents", n)
 	}
 }

@@ -134,7 +134,8 @@ func FuzzParse(f *testing.F) {
 func FuzzScanHeader(f *testing.F) {
 	for _, s := range []string{`{}`, `{"a":1}`, `[1,2]`, `"x"`, `{"a":"\ud83d\ude00"}`, `{"a":"\ud83d"}`, `{"a":1e400}`, `{"a":-0.5E-3}`,
 		` {"a" : [ true , false , null ] } `, `{"a":{"b":{}}}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, "{\"a\":\"\xff\"}", `{"type":"x","length":3}`,
-		strings.Repeat("[", 127) + strings.Repeat("]", 127), strings.Repeat("[", 128) + strings.Repeat("]", 128), `{"a":"\"}`, `01`, `-`, `1.`, `tru`} {
+		strings.Repeat("[", 127) + strings.Repeat("]", 127), strings.Repeat("[", 128) + strings.Repeat("]", 128), `{"a":"\"}`, `01`, `-`, `1.`, `tru`,
+		`[1.7976931348623157e308]`, `[1.7976931348623159e308]`, `[0.001e311]`, `[-179.76931348623157e306]`, `[0.0e400]`} {
 		f.Add([]byte(s))
 	}
 	addSeeds(f)
@@ -284,4 +285,23 @@ func hasTypedKey(keys []string) bool {
 		}
 	}
 	return false
+}
+
+// TestNumberRangeAgainstStrconv compares the allocation-free float64 range
+// check with strconv.ParseFloat on numbers around the float64 maximum.
+func TestNumberRangeAgainstStrconv(t *testing.T) {
+	mantissas := []string{"1", "1.7976931348623157", "1.7976931348623158", "1.7976931348623159", "17.976931348623157",
+		"0.17976931348623157", "0.0017976931348623157", "179769313486231570", "9.99", "0.000", "-1.7976931348623157", "-1.8"}
+	for _, m := range mantissas {
+		for exp := 300; exp <= 315; exp++ {
+			for _, e := range []string{"e", "E+", "e0"} {
+				num := m + e + strconv.Itoa(exp)
+				f, _ := strconv.ParseFloat(num, 64)
+				_, err := scanNumber([]byte(num), 0)
+				if (err != nil) != math.IsInf(f, 0) {
+					t.Errorf("%s: scanNumber error %v, ParseFloat %v", num, err, f)
+				}
+			}
+		}
+	}
 }

@@ -128,6 +128,7 @@ func scanNumber(b []byte, i int) (int, *jsonError) {
 	if b[i] == '-' {
 		i++
 	}
+	intStart := i
 	switch {
 	case i >= len(b):
 		return i, &jsonError{i, "unexpected end of input in number"}
@@ -140,37 +141,72 @@ func scanNumber(b []byte, i int) (int, *jsonError) {
 	default:
 		return i, &jsonError{i, "invalid number"}
 	}
-	float := false
+	intEnd, fracStart, fracEnd := i, i, i
 	if i < len(b) && b[i] == '.' {
 		i++
+		fracStart = i
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			return i, &jsonError{i, "invalid number: no digit after decimal point"}
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
 		}
+		fracEnd = i
 	}
+	exp := 0
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		float = true
 		i++
+		neg := false
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			neg = b[i] == '-'
 			i++
 		}
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			return i, &jsonError{i, "invalid number: no digit in exponent"}
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			if exp < 1e6 { // beyond this the magnitude is decided anyway
+				exp = exp*10 + int(b[i]-'0')
+			}
 			i++
 		}
-	}
-	// Only an exponent or a very long mantissa can overflow float64; check those
-	// rare numbers exactly.
-	if float || i-start > 300 {
-		if f, err := strconv.ParseFloat(string(b[start:i]), 64); err != nil && (f > 1 || f < -1) {
-			return start, &jsonError{start, "number out of range"}
+		if neg {
+			exp = -exp
 		}
 	}
+	if overflowsFloat64(b[start:i], b[intStart:intEnd], b[fracStart:fracEnd], exp) {
+		return start, &jsonError{start, "number out of range"}
+	}
 	return i, nil
+}
+
+// overflowsFloat64 reports whether the number num, with integer digits
+// intPart, fraction digits frac and exponent exp, is too big for a float64
+// (|x| ≥ 2^1024 after rounding). It decides from the decimal magnitude and
+// calls strconv only at the boundary, so it does not allocate.
+func overflowsFloat64(num, intPart, frac []byte, exp int) bool {
+	var mag int // x = d.ddd × 10^mag for its first non-zero digit d
+	switch {
+	case intPart[0] != '0':
+		mag = len(intPart) - 1 + exp
+	default:
+		k := 0
+		for k < len(frac) && frac[k] == '0' {
+			k++
+		}
+		if k == len(frac) {
+			return false // zero
+		}
+		mag = -(k + 1) + exp
+	}
+	switch {
+	case mag < 308:
+		return false
+	case mag > 308:
+		return true
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	return err != nil && (f > 1 || f < -1)
 }
 
 // scanValue checks the JSON value starting at b[i] (no leading whitespace) at
