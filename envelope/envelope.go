@@ -291,7 +291,8 @@ func (e *Envelope) Marshal() []byte {
 // The item header is rebuilt from Type, ContentType, ItemCount (written if
 // non-zero), then the other top-level members of Item.Header, if set (as
 // after Parse, so that "filename" and the like survive a round trip; copied
-// raw, in their order), then Extra (sorted by key). Typed fields win over
+// raw, in their order, compacted if they span lines), then Extra (sorted by
+// key). Typed fields win over
 // Header and Extra members of the same name, and Extra wins over Header, so
 // no key is written twice. AppendTo panics if
 // an Extra value cannot be encoded by encoding/json, as that is a bug in the
@@ -331,13 +332,19 @@ func appendHeader(dst, h []byte) []byte {
 	if len(h) == 0 {
 		return append(dst, "{}"...)
 	}
-	if bytes.IndexByte(h, '\n') < 0 {
-		return append(dst, h...)
+	return appendOneLine(dst, h)
+}
+
+// appendOneLine appends the JSON text v, compacted if it spans lines, so that
+// headers stay on one line as the protocol recommends.
+func appendOneLine(dst, v []byte) []byte {
+	if bytes.IndexByte(v, '\n') < 0 {
+		return append(dst, v...)
 	}
 	buf := bytes.NewBuffer(dst)
-	if err := json.Compact(buf, h); err != nil {
+	if err := json.Compact(buf, v); err != nil {
 		// Not JSON: write it as it is and let the reader report it.
-		return append(dst, h...)
+		return append(dst, v...)
 	}
 	return buf.Bytes()
 }
@@ -378,7 +385,7 @@ func appendMembers(dst, hdr []byte, extra map[string]any) []byte {
 			dst = append(dst, ',')
 			dst = append(dst, hdr[i:keyEnd]...)
 			dst = append(dst, ':')
-			dst = append(dst, hdr[valStart:valEnd]...)
+			dst = appendOneLine(dst, hdr[valStart:valEnd])
 		}
 		i = skipSpace(hdr, valEnd)
 		if i >= len(hdr) || hdr[i] != ',' {

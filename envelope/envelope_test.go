@@ -49,7 +49,7 @@ var acceptCases = []struct {
 	{"empty type string", "{}\n{\"type\":\"\",\"length\":1}\nx\n", []string{""}, []string{"x"}},
 	{"whitespace before headers", " \t{}\n  {\"type\":\"event\",\"length\":2}\n{}\n", []string{"event"}, []string{"{}"}},
 	{"blank lines between items", "{}\n{\"type\":\"event\",\"length\":2}\n{}\n\n\r\n{\"type\":\"log\",\"length\":1}\nx", []string{"event", "log"}, []string{"{}", "x"}},
-	{"header spanning lines", "{\n\"sent_at\" : \"2026-01-01T00:00:00Z\"\n}\n{\"type\":\n\"event\"}\n{}", []string{"event"}, []string{"{}"}},
+	{"header spanning lines", "{\n\"sent_at\" : \"2026-01-01T00:00:00Z\"\n}\n{\"type\":\n\"event\",\"o\":{\n\"a\" :\r\n[1,\n2]}}\n{}", []string{"event"}, []string{"{}"}},
 	{"nested sdk and trace, escapes, numbers", `{"event_id":"9ec79c33-ec99-42ab-8353-589fcb2e04dc","sdk":{"name":"sentry.go","version":"0.1","packages":[{"name":"a","v":[1,2.5e3,-0.1,true,false,null]}]},"trace":{"trace_id":"771a43a4192642f0b136d5159a501700","public_key":"49d0f7386ad645858ae85020e393bef3","sample_rate":"0.5","sampled":true},"x":"\u00e9\ud83d\ude00\"\\\/\b\f\n\r\t"}` + "\n" +
 		`{"type":"ev\u0065nt","length":2,"content_type":"application/json","item_count":null,"filename":null,"sampled":false}` + "\n{}\n",
 		[]string{"event"}, []string{"{}"}},
@@ -249,6 +249,14 @@ func checkRoundTrip(t testing.TB, in []byte) {
 	}
 	if len(e2.Items) != len(e.Items) {
 		t.Fatalf("round trip: %d items, want %d\n%q", len(e2.Items), len(e.Items), out)
+	}
+	if bytes.IndexByte(e2.Header, '\n') >= 0 || !bytes.HasPrefix(out, e2.Header) {
+		t.Errorf("Marshal wrote the envelope header over several lines or after whitespace: %q", out)
+	}
+	for i := range e2.Items {
+		if h := e2.Items[i].Header; bytes.IndexByte(h, '\n') >= 0 || !bytes.HasPrefix(h, []byte(`{"type":`)) {
+			t.Errorf("Marshal wrote item header %d as %q", i, h)
+		}
 	}
 	for i := range e.Items {
 		a, b := e.Items[i], e2.Items[i]
