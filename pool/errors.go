@@ -403,14 +403,12 @@ func (g *gen) sdkInfo(w *jw, p *platform) {
 func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 	n := 5 + g.r.IntN(56)
 	plant := g.r.IntN(n)
-	t := ts - float64(n)*(0.2+g.r.Float64()*3)
+	step := 0.2 + g.r.Float64()*3 // mean seconds between breadcrumbs
+	t0 := ts - float64(n)*step
 	w.obj("breadcrumbs")
 	w.arr("values")
 	for j := 0; j < n; j++ {
-		t += g.r.Float64() * 3
-		if t >= ts {
-			t = ts - 0.001*float64(n-j)
-		}
+		t := t0 + step*(float64(j)+0.9*g.r.Float64())
 		w.open()
 		w.kfloat("timestamp", t, 3)
 		kind := g.r.IntN(5)
