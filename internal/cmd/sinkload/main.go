@@ -1,0 +1,407 @@
+// Command sinkload measures fake-upstream's envelope sink from a separate
+// process: it posts pre-built zstd envelopes over loopback at a fixed rate for
+// a bounded time and reads the server's CPU time from /proc/<pid>/stat before
+// and after, giving CPU µs per envelope including HTTP. It checks that the
+// server counted exactly the envelopes that were answered 200.
+//
+//	sinkload --spawn bin/fake-upstream --rate 20000 --duration 10s
+//	sinkload --target http://127.0.0.1:8000 --pid 1234 --rate 5000
+//
+// Loopback only; at most 60 s and 5 million requests per run.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"github.com/valyala/fasthttp"
+
+	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/projects"
+	"github.com/relayload/relayload/relayauth"
+)
+
+const (
+	maxDuration = 60 * time.Second
+	maxRequests = 5_000_000
+)
+
+type body struct {
+	path, auth string
+	wire       []byte
+	decoded    int
+}
+
+// Result is what one run measured.
+type Result struct {
+	Rate             float64 `json:"target_rate"`
+	Duration         float64 `json:"duration_seconds"`
+	Sent             int64   `json:"sent"`
+	OK               int64   `json:"ok"`
+	Failed           int64   `json:"failed"`
+	Dropped          int64   `json:"dropped"`
+	Achieved         float64 `json:"achieved_rate"`
+	ServerCounted    int64   `json:"server_counted"`
+	ExactCount       bool    `json:"exact_count"`
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
+	CPUMicrosPerEnv  float64 `json:"server_cpu_us_per_envelope"`
+	ServerCores      float64 `json:"server_cores"`
+	MeanWireBytes    float64 `json:"mean_wire_bytes"`
+	MeanDecodedBytes float64 `json:"mean_decoded_bytes"`
+	Signing          string  `json:"signing"`
+	Bodies           string  `json:"bodies"`
+	FirstError       string  `json:"first_error,omitempty"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "sinkload:", err)
+		os.Exit(2)
+	}
+}
+
+func run() error {
+	var (
+		target      = flag.String("target", "", "fake-upstream origin (http://127.0.0.1:PORT); or use --spawn")
+		spawn       = flag.String("spawn", "", "path of a fake-upstream binary to start on 127.0.0.1:0 (its PID is measured)")
+		spawnArgs   = flag.String("spawn-args", "", "extra flags for the spawned fake-upstream (space-separated)")
+		pid         = flag.Int("pid", 0, "server PID to read CPU from (default: the spawned child)")
+		rate        = flag.Float64("rate", 10000, "requests per second (open loop)")
+		duration    = flag.Duration("duration", 10*time.Second, "measured duration (≤ 60s)")
+		warmup      = flag.Duration("warmup", 2*time.Second, "unmeasured warm-up at the same rate")
+		conns       = flag.Int("connections", 64, "keep-alive connections / in-flight limit")
+		bodies      = flag.String("bodies", "pool", "pool: realistic mix from pool/ (zstd); synthetic: error events of --decoded-size")
+		decodedSize = flag.Int("decoded-size", 10<<10, "decoded envelope size for --bodies synthetic")
+		nBodies     = flag.Int("n", 2000, "distinct bodies to cycle through")
+		signing     = flag.String("sign", "none", "none: SDK-style; fresh: sign every request like Relay (a new timestamp each); reuse: one signature value per second")
+		nProjects   = flag.Int("projects", 100, "projects (must match the server's --projects and --seed)")
+		seed        = flag.Uint64("seed", 1, "project seed (must match the server's)")
+	)
+	flag.Parse()
+	if *duration <= 0 || *duration > maxDuration || *warmup < 0 || *warmup > maxDuration {
+		return fmt.Errorf("--duration/--warmup must be in (0, %s]", maxDuration)
+	}
+	if *rate <= 0 || *rate*(*duration+*warmup).Seconds() > maxRequests {
+		return fmt.Errorf("--rate × time must be positive and ≤ %d requests", maxRequests)
+	}
+	ctx := context.Background()
+	if *spawn != "" {
+		args := []string{"--listen", "127.0.0.1:0", "--projects", strconv.Itoa(*nProjects), "--seed", strconv.FormatUint(*seed, 10)}
+		if *spawnArgs != "" {
+			args = append(args, strings.Fields(*spawnArgs)...)
+		}
+		cmd := exec.Command(*spawn, args...)
+		cmd.Stderr = io.Discard
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("reading the spawned server's address: %w", err)
+		}
+		*target = "http://" + strings.TrimSpace(line)
+		if *pid == 0 {
+			*pid = cmd.Process.Pid
+		}
+	}
+	u, err := url.Parse(*target)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return fmt.Errorf("--target %q: want http://127.0.0.1:PORT", *target)
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--target %q: loopback only", *target)
+	}
+	if *pid <= 0 {
+		return errors.New("--pid is required without --spawn")
+	}
+	ps, err := projects.Generate(*seed, *nProjects)
+	if err != nil {
+		return err
+	}
+	bs, err := buildBodies(ctx, *bodies, ps, *nBodies, *decodedSize, *seed)
+	if err != nil {
+		return err
+	}
+	client := &fasthttp.HostClient{Addr: u.Host, MaxConns: *conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	signer, err := newSigner(client, *signing)
+	if err != nil {
+		return err
+	}
+	if *warmup > 0 {
+		blast(client, bs, signer, *rate, *warmup, *conns)
+	}
+	before, err := serverEnvelopes(client)
+	if err != nil {
+		return err
+	}
+	proc, err := procfs.NewProc(*pid)
+	if err != nil {
+		return fmt.Errorf("server process %d: %w", *pid, err)
+	}
+	st0, err := proc.Stat()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	res := blast(client, bs, signer, *rate, *duration, *conns)
+	elapsed := time.Since(start)
+	st1, err := proc.Stat()
+	if err != nil {
+		return err
+	}
+	after, err := serverEnvelopes(client)
+	if err != nil {
+		return err
+	}
+	res.Rate, res.Duration = *rate, elapsed.Seconds()
+	res.Achieved = float64(res.OK) / elapsed.Seconds()
+	res.ServerCounted = after - before
+	res.ExactCount = res.ServerCounted == res.OK
+	res.ServerCPUSeconds = st1.CPUTime() - st0.CPUTime()
+	if res.OK > 0 {
+		res.CPUMicrosPerEnv = res.ServerCPUSeconds / float64(res.OK) * 1e6
+	}
+	res.ServerCores = res.ServerCPUSeconds / elapsed.Seconds()
+	var w, d float64
+	for _, b := range bs {
+		w += float64(len(b.wire))
+		d += float64(b.decoded)
+	}
+	res.MeanWireBytes, res.MeanDecodedBytes = w/float64(len(bs)), d/float64(len(bs))
+	res.Signing, res.Bodies = *signing, *bodies
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+func buildBodies(ctx context.Context, kind string, ps []projects.Project, n, size int, seed uint64) ([]body, error) {
+	var out []body
+	switch kind {
+	case "pool":
+		p, err := pool.Build(ctx, pool.Options{Seed: seed, Size: n, Projects: ps, Encoding: compression.Zstd, Now: time.Now()})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range p.Entries {
+			pr := ps[e.Project]
+			out = append(out, body{path: pr.EnvelopePath(), auth: pr.AuthHeader("sinkload/1.0"), wire: e.Body, decoded: e.RawSize})
+		}
+	case "synthetic":
+		enc := compression.NewEncoder()
+		for i := 0; i < n; i++ {
+			pr := ps[i%len(ps)]
+			raw := syntheticEnvelope(pr, size, i)
+			w, err := enc.Encode(compression.Zstd, raw, nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, body{path: pr.EnvelopePath(), auth: pr.AuthHeader("sinkload/1.0"), wire: w, decoded: len(raw)})
+		}
+	default:
+		return nil, fmt.Errorf("--bodies %q: want pool or synthetic", kind)
+	}
+	return out, nil
+}
+
+// syntheticEnvelope is an error-event envelope of about size bytes.
+func syntheticEnvelope(p projects.Project, size, i int) []byte {
+	r := rand.New(rand.NewPCG(uint64(i), 7))
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"event_id":"%016x%016x","dsn":"http://%s@127.0.0.1/%d","sent_at":"2026-01-01T00:00:00Z"}`+"\n", r.Uint64(), r.Uint64(), p.PublicKey, p.ID)
+	var ev strings.Builder
+	ev.WriteString(`{"platform":"python","level":"error","exception":{"values":[{"type":"ValueError","value":"bad amount","stacktrace":{"frames":[`)
+	for j := 0; ev.Len() < size-300; j++ {
+		if j > 0 {
+			ev.WriteByte(',')
+		}
+		fmt.Fprintf(&ev, `{"filename":"shop/views_%d.py","function":"handle_%d","lineno":%d,"vars":{"order":"o-%d","n":%d}}`, r.IntN(40), r.IntN(500), r.IntN(900), r.IntN(1e6), r.IntN(100))
+	}
+	ev.WriteString(`]}}]}}`)
+	fmt.Fprintf(&b, `{"type":"event","length":%d}`+"\n%s\n", ev.Len(), ev.String())
+	return []byte(b.String())
+}
+
+// signer adds relay headers per --sign.
+type signer struct {
+	mode string
+	id   string
+	sk   relayauth.SecretKey
+	mu   sync.Mutex
+	sig  string
+	at   time.Time
+}
+
+func newSigner(c *fasthttp.HostClient, mode string) (*signer, error) {
+	s := &signer{mode: mode}
+	switch mode {
+	case "none":
+		return s, nil
+	case "fresh", "reuse":
+	default:
+		return nil, fmt.Errorf("--sign %q: want none, fresh or reuse", mode)
+	}
+	creds, err := relayauth.GenerateCredentials(nil)
+	if err != nil {
+		return nil, err
+	}
+	sk, pub, err := creds.Keys()
+	if err != nil {
+		return nil, err
+	}
+	s.id, s.sk = creds.ID, sk
+	ch := `{"relay_id":"` + s.id + `","public_key":"` + pub.String() + `","version":"26.6.0"}`
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if err := s.post(c, "/api/0/relays/register/challenge/", ch, &tok); err != nil {
+		return nil, err
+	}
+	resp := `{"relay_id":"` + s.id + `","token":"` + tok.Token + `","version":"26.6.0"}`
+	if err := s.post(c, "/api/0/relays/register/response/", resp, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *signer) post(c *fasthttp.HostClient, path, body string, out any) error {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + c.Addr + path)
+	req.Header.SetMethod("POST")
+	req.Header.SetContentType("application/json")
+	req.Header.Set("X-Sentry-Relay-Id", s.id)
+	req.Header.Set("X-Sentry-Relay-Signature", s.sk.Sign([]byte(body), time.Now()))
+	req.SetBodyString(body)
+	if err := c.Do(req, resp); err != nil {
+		return fmt.Errorf("registering: %w", err)
+	}
+	if resp.StatusCode() != 200 {
+		return fmt.Errorf("registering: %s: %d %s", path, resp.StatusCode(), resp.Body())
+	}
+	if out != nil {
+		return json.Unmarshal(resp.Body(), out)
+	}
+	return nil
+}
+
+func (s *signer) apply(req *fasthttp.Request) {
+	switch s.mode {
+	case "fresh":
+		req.Header.Set("X-Sentry-Relay-Id", s.id)
+		req.Header.Set("X-Sentry-Relay-Signature", s.sk.Sign(nil, time.Now()))
+	case "reuse":
+		s.mu.Lock()
+		if now := time.Now(); now.Sub(s.at) > time.Second {
+			s.sig, s.at = s.sk.Sign(nil, now), now
+		}
+		sig := s.sig
+		s.mu.Unlock()
+		req.Header.Set("X-Sentry-Relay-Id", s.id)
+		req.Header.Set("X-Sentry-Relay-Signature", sig)
+	}
+}
+
+func serverEnvelopes(c *fasthttp.HostClient) (int64, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + c.Addr + "/stats")
+	if err := c.Do(req, resp); err != nil {
+		return 0, fmt.Errorf("GET /stats: %w", err)
+	}
+	var st struct {
+		Envelopes int64 `json:"envelopes"`
+	}
+	if err := json.Unmarshal(resp.Body(), &st); err != nil {
+		return 0, fmt.Errorf("GET /stats: %w", err)
+	}
+	return st.Envelopes, nil
+}
+
+// blast sends at rate for d: a 1 ms pacer releases due requests to
+// `workers` goroutines; a request that finds no free worker is dropped.
+func blast(c *fasthttp.HostClient, bs []body, s *signer, rate float64, d time.Duration, workers int) Result {
+	var res Result
+	var sent, ok, failed, dropped atomic.Int64
+	var firstErr atomic.Value
+	jobs := make(chan int, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for i := range jobs {
+				b := &bs[i%len(bs)]
+				req.Reset()
+				req.SetRequestURI("http://" + c.Addr + b.path)
+				req.Header.SetMethod("POST")
+				req.Header.SetContentType("application/x-sentry-envelope")
+				req.Header.Set("Content-Encoding", "zstd")
+				req.Header.Set("X-Sentry-Auth", b.auth)
+				s.apply(req)
+				req.SetBodyRaw(b.wire)
+				err := c.Do(req, resp)
+				switch {
+				case err != nil:
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				case resp.StatusCode() != 200:
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("status %d: %.200s", resp.StatusCode(), resp.Body()))
+				default:
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	total := int64(rate * d.Seconds())
+	next := int64(0)
+	tick := time.NewTicker(time.Millisecond)
+	for next < total {
+		<-tick.C
+		due := min(int64(rate*time.Since(start).Seconds()), total)
+		for ; next < due; next++ {
+			select {
+			case jobs <- int(next):
+				sent.Add(1)
+			default:
+				dropped.Add(1)
+			}
+		}
+	}
+	tick.Stop()
+	close(jobs)
+	wg.Wait()
+	res.Sent, res.OK, res.Failed, res.Dropped = sent.Load(), ok.Load(), failed.Load(), dropped.Load()
+	if v := firstErr.Load(); v != nil {
+		res.FirstError = v.(string)
+	}
+	return res
+}
