@@ -157,3 +157,18 @@ func ParseTarget(s string) (*url.URL, error) {
 	u.RawPath = ""
 	return u, nil
 }
+
+// ForSending returns a copy of p holding only what sending needs: the
+// entries' exported fields share p's bodies, but the raw envelopes (kept by
+// pool for Raw and Dump) are not referenced, so once p is dropped they can be
+// freed. For a zstd pool that is most of its memory.
+func ForSending(p *pool.Pool) *pool.Pool {
+	out := &pool.Pool{Options: p.Options, Entries: make([]pool.Entry, len(p.Entries))}
+	for i, e := range p.Entries {
+		out.Entries[i] = pool.Entry{
+			Kind: e.Kind, Project: e.Project, EventID: e.EventID, UserAgent: e.UserAgent,
+			ForwardedFor: e.ForwardedFor, Body: e.Body, RawSize: e.RawSize, Items: e.Items,
+		}
+	}
+	return out
+}

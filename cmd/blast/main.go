@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -152,7 +153,17 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %d envelopes to %s\n", len(p.Entries), *dump)
 		return nil
 	}
-	fmt.Fprintf(stderr, "pool: %d envelopes (%s) built in %s\n", len(p.Entries), enc, time.Since(t0).Round(time.Millisecond))
+	built := time.Since(t0)
+	// Keep only the wire bodies and hand the build's garbage back to the OS,
+	// so blast's RSS while sending is the pool's bodies plus sending state.
+	p = blast.ForSending(p)
+	debug.FreeOSMemory()
+	var bodies int64
+	for _, e := range p.Entries {
+		bodies += int64(len(e.Body))
+	}
+	fmt.Fprintf(stderr, "pool: %d envelopes (%s, %.1f MiB of bodies) built in %s\n",
+		len(p.Entries), enc, float64(bodies)/(1<<20), built.Round(time.Millisecond))
 
 	cfg := blast.Config{
 		Target: *target, Pool: p, Rate: rate, Concurrency: *concurrency, Duration: *duration, Count: *count,
