@@ -46,6 +46,9 @@ func NewSampler(pid int) (*Sampler, error) {
 	return &Sampler{proc: p, pageSize: uint64(os.Getpagesize()), start: time.Now()}, nil
 }
 
+// Start is when the sampler was made; Sample.At counts from it.
+func (s *Sampler) Start() time.Time { return s.start }
+
 // Read takes one reading now.
 func (s *Sampler) Read() (Sample, error) {
 	at := time.Since(s.start) // monotonic

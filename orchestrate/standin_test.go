@@ -1,0 +1,297 @@
+package orchestrate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	standinOnce sync.Once
+	standinBin  string
+	standinErr  error
+	binDir      string
+)
+
+// standin builds internal/cmd/standin-relay once per test binary.
+func standin(t testing.TB) string {
+	t.Helper()
+	standinOnce.Do(func() {
+		binDir, standinErr = os.MkdirTemp("", "orchestrate-test-")
+		if standinErr != nil {
+			return
+		}
+		standinBin = filepath.Join(binDir, "standin-relay")
+		out, err := exec.Command("go", "build", "-o", standinBin, "github.com/relayload/relayload/internal/cmd/standin-relay").CombinedOutput()
+		if err != nil {
+			standinErr = fmt.Errorf("building the stand-in relay: %v\n%s", err, out)
+		}
+	})
+	if standinErr != nil {
+		t.Fatal(standinErr)
+	}
+	return standinBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// script writes an executable shell script.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "relay.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// processesMentioning lists live pids whose command line contains s.
+func processesMentioning(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+func okVerdict(v string) bool { return v == VerdictKeptUp || v == VerdictHarnessLimited }
+
+func TestStandinSweep(t *testing.T) {
+	bin := standin(t)
+	cfg := quick(100, 200)
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.StatsDListen = "127.0.0.1:0"
+	cfg.StatsDMetrics = []string{"event.processing_time", "event.accepted"}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Harness || len(rep.Steps) != 2 || rep.Failed != 0 {
+		t.Fatalf("harness=%v steps=%d failed=%d: %+v", rep.Harness, len(rep.Steps), rep.Failed, rep.Steps[0])
+	}
+	for _, st := range rep.Steps {
+		if !st.Warm.Complete || st.Warm.KeysServed < 10 || st.Warm.Global < 1 {
+			t.Errorf("step %d warm-up: %+v", st.Index, st.Warm)
+		}
+		if st.ReadyAfter <= 0 {
+			t.Errorf("step %d: ready after %v", st.Index, st.ReadyAfter)
+		}
+		if st.OK != st.Sent || st.Sent != int64(st.Rate*1.5) {
+			t.Errorf("step %d: sent %d ok %d", st.Index, st.Sent, st.OK)
+		}
+		// The stand-in forwards every envelope it accepts.
+		if st.Upstream.Gap != 0 || st.Upstream.Envelopes != st.OK+st.warmOK {
+			t.Errorf("step %d: forwarded %d of %d (gap %d)", st.Index, st.Upstream.Envelopes, st.OK+st.warmOK, st.Upstream.Gap)
+		}
+		if !okVerdict(st.Verdict) {
+			t.Errorf("step %d: %s %v", st.Index, st.Verdict, st.Reasons)
+		}
+		if st.CPU.LoadCores <= 0 || st.CPU.MsPerEnv <= 0 {
+			t.Errorf("step %d: cpu %+v", st.Index, st.CPU)
+		}
+		if st.Memory.PeakRSS == 0 || st.Memory.PeakRSS < st.Memory.EndRSS {
+			t.Errorf("step %d: memory %+v", st.Index, st.Memory)
+		}
+		if st.Shutdown.Killed || st.Shutdown.Exit != "exited with status 0" {
+			t.Errorf("step %d: shutdown %+v", st.Index, st.Shutdown)
+		}
+		if st.Drain.Settled != true {
+			t.Errorf("step %d: drain %+v", st.Index, st.Drain)
+		}
+		if q, ok := st.StatsD["event.processing_time"]; !ok || q.P50 <= 0 {
+			t.Errorf("step %d: statsd timers %v", st.Index, st.StatsD)
+		}
+		if n := st.StatsDCounters["event.accepted"]; n < float64(st.OK) {
+			t.Errorf("step %d: statsd event.accepted %v < %d measured (counters %v)", st.Index, n, st.OK, st.StatsDCounters)
+		}
+	}
+	if len(processesMentioning(cfg.WorkDir)) != 0 {
+		t.Errorf("processes left: %v", processesMentioning(cfg.WorkDir))
+	}
+	if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+func TestRelayThatDoesNotStart(t *testing.T) {
+	bin := script(t, "echo 'error: could not load config: this relay is broken on purpose' >&2\nexit 3\n")
+	cfg := quick(100, 200)
+	cfg.Builds = []Build{{Name: "broken", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed != 2 || len(rep.Steps) != 2 {
+		t.Fatalf("failed %d of %d steps, want both (the sweep goes on)", rep.Failed, len(rep.Steps))
+	}
+	for _, st := range rep.Steps {
+		if st.Verdict != VerdictFailed || !strings.Contains(st.Error, "status 3") || !strings.Contains(st.LogTail, "broken on purpose") {
+			t.Errorf("step %d: verdict %q error %q tail %q", st.Index, st.Verdict, st.Error, st.LogTail)
+		}
+	}
+}
+
+func TestRelayNeverReady(t *testing.T) {
+	bin := script(t, "echo 'starting but never listening' >&2\nexec sleep 30\n")
+	cfg := quick(100)
+	cfg.Builds = []Build{{Name: "stuck", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.ReadyTimeout = 500 * time.Millisecond
+	start := time.Now()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if !st.Failed || !strings.Contains(st.Error, "not ready after 500ms") || !strings.Contains(st.LogTail, "never listening") {
+		t.Errorf("step: failed=%v error %q tail %q", st.Failed, st.Error, st.LogTail)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if len(processesMentioning(cfg.WorkDir)) != 0 {
+		t.Errorf("processes left: %v", processesMentioning(cfg.WorkDir))
+	}
+}
+
+func TestRelayKilledMidStep(t *testing.T) {
+	bin := standin(t)
+	marker := filepath.Join(t.TempDir(), "killed-once")
+	// The first Relay started is killed with SIGKILL 1.4 s in (during the
+	// blast); the next step's Relay runs normally.
+	wrapper := script(t, fmt.Sprintf(`if [ -e %[1]q ]; then exec %[2]q "$@"; fi
+touch %[1]q
+%[2]q "$@" &
+child=$!
+trap 'kill -TERM $child; wait $child; exit 0' TERM
+sleep 1.4
+kill -KILL $child
+echo "test: relay killed with SIGKILL" >&2
+exit 137
+`, marker, bin))
+	cfg := quick(100, 100)
+	cfg.Builds = []Build{{Name: "crashy", Bin: wrapper}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Steps) != 2 || rep.Failed != 1 {
+		t.Fatalf("steps %d failed %d", len(rep.Steps), rep.Failed)
+	}
+	st := rep.Steps[0]
+	if !st.Failed || !strings.Contains(st.Error, "relay exited") || !strings.Contains(st.LogTail, "killed with SIGKILL") {
+		t.Errorf("step 1: failed=%v error %q tail %q", st.Failed, st.Error, st.LogTail)
+	}
+	if st2 := rep.Steps[1]; st2.Failed || !okVerdict(st2.Verdict) {
+		t.Errorf("step 2 after the crash: %s %s %v", st2.Verdict, st2.Error, st2.Reasons)
+	}
+}
+
+func TestInterruptStopsEverything(t *testing.T) {
+	bin := standin(t)
+	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 2800 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			cfg := quick(100, 200)
+			cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+			cfg.WorkDir = t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			var cancelled time.Time
+			time.AfterFunc(after, func() { cancelled = time.Now(); cancel() })
+			rep, err := Run(ctx, cfg)
+			took := time.Since(cancelled)
+			if err == nil || rep == nil || !rep.Interrupted {
+				t.Fatalf("err %v, report %v", err, rep != nil)
+			}
+			if took > 2*time.Second {
+				t.Errorf("Run returned %v after the interrupt", took)
+			}
+			if left := processesMentioning(cfg.WorkDir); len(left) != 0 {
+				t.Errorf("processes left: %v", left)
+			}
+			if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
+				t.Errorf("left behind: %v", ents)
+			}
+		})
+	}
+}
+
+func TestRoundsAndCompare(t *testing.T) {
+	bin := standin(t)
+	cfg := quick(100)
+	cfg.Duration = time.Second
+	cfg.Rounds = 2
+	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "b", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, st := range rep.Steps {
+		order = append(order, fmt.Sprintf("%s%d", st.Build, st.Round))
+	}
+	if got := strings.Join(order, " "); got != "a1 b1 b2 a2" {
+		t.Errorf("order %q, want builds alternating between rounds", got)
+	}
+	if len(rep.Summary) != 2 || rep.Summary[0].Runs != 2 || len(rep.Comparisons) != 1 {
+		t.Fatalf("summary %d points, comparisons %d", len(rep.Summary), len(rep.Comparisons))
+	}
+	c := rep.Comparisons[0]
+	if c.Build != "b" || c.Baseline != "a" || c.BaseMsPerEnv <= 0 || c.MsPerEnv <= 0 {
+		t.Errorf("comparison %+v", c)
+	}
+	if want := change(c.BaseMsPerEnv, c.MsPerEnv); c.MsPerEnvChange != want {
+		t.Errorf("change %v, want %v", c.MsPerEnvChange, want)
+	}
+}
+
+func TestFaultOutage(t *testing.T) {
+	bin := standin(t)
+	cfg := quick(100)
+	cfg.Duration = 3 * time.Second
+	f, err := ParseFault("outage=1s@500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Fault = f
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if st.Failed || st.Fault == nil {
+		t.Fatalf("step failed=%v %s fault=%v", st.Failed, st.Error, st.Fault)
+	}
+	fs := st.Fault
+	if fs.Answers["envelope"]["503"] == 0 {
+		t.Errorf("no 503 answers during the outage: %v", fs.Answers)
+	}
+	if fs.RateDuring >= fs.RateBefore {
+		t.Errorf("forwarding did not drop during the outage: before %.0f during %.0f", fs.RateBefore, fs.RateDuring)
+	}
+	if !strings.Contains(fs.Summary, "outage for 1s") {
+		t.Errorf("summary %q", fs.Summary)
+	}
+	t.Log(fs.Summary, " | gap", st.Upstream.Gap)
+}
