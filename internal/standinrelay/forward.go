@@ -81,7 +81,6 @@ func (r *Relay) send(ctx context.Context, er *envelopeRequest, route string) {
 			r.stats.forwardRejected.Add(1)
 		case uerr.Status == http.StatusTooManyRequests:
 			// The upstream took the data; remember its limits for the project.
-			r.stats.forwardRateLimited.Add(1)
 			_, st := r.projects.status(er.publicKey)
 			sc := scoping{projectID: er.projectID, key: er.publicKey}
 			if st != nil {
@@ -89,6 +88,7 @@ func (r *Relay) send(ctx context.Context, er *envelopeRequest, route string) {
 			}
 			limits := parseRateLimits(res.rateLimits, res.retryAfter, time.Now())
 			r.limits.add(sc, limits, time.Now())
+			r.stats.forwardRateLimited.Add(1)
 			r.log.Infof("upstream rate limited project %d: %q (Retry-After %q)", er.projectID, res.rateLimits, res.retryAfter)
 		default:
 			// Any other answer counts as received: the data is gone.

@@ -11,6 +11,16 @@ import (
 // maxRateLimitScopes bounds the rate-limit cache.
 const maxRateLimitScopes = 10_000
 
+// maxRetryAfter caps a limit's duration (guards against overflow).
+const maxRetryAfter = 30 * 24 * time.Hour
+
+func retryDuration(secs float64) time.Duration {
+	if secs*float64(time.Second) >= float64(maxRetryAfter) {
+		return maxRetryAfter
+	}
+	return time.Duration(math.Ceil(secs)) * time.Second
+}
+
 // rateLimit is one active limit learned from the upstream's 429.
 type rateLimit struct {
 	categories []string // data category names; empty = all
@@ -48,7 +58,7 @@ func parseRateLimits(header, retryAfter string, now time.Time) []rateLimit {
 		if err != nil || secs < 0 || math.IsNaN(secs) {
 			continue
 		}
-		l := rateLimit{scope: "organization", until: now.Add(time.Duration(math.Ceil(secs)) * time.Second)}
+		l := rateLimit{scope: "organization", until: now.Add(retryDuration(secs))}
 		if len(f) > 1 && f[1] != "" {
 			for c := range strings.SplitSeq(f[1], ";") {
 				if c = strings.TrimSpace(c); c != "" {
@@ -68,10 +78,10 @@ func parseRateLimits(header, retryAfter string, now time.Time) []rateLimit {
 		return out
 	}
 	secs := 60.0
-	if v, err := strconv.ParseFloat(strings.TrimSpace(retryAfter), 64); err == nil && v >= 0 {
+	if v, err := strconv.ParseFloat(strings.TrimSpace(retryAfter), 64); err == nil && v >= 0 && !math.IsNaN(v) {
 		secs = v
 	}
-	return []rateLimit{{scope: "key", reason: "generic", until: now.Add(time.Duration(math.Ceil(secs)) * time.Second)}}
+	return []rateLimit{{scope: "key", reason: "generic", until: now.Add(retryDuration(secs))}}
 }
 
 // scoping identifies who a limit applies to.
