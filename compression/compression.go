@@ -21,17 +21,18 @@
 // it is ErrTooLarge, never an allocation proportional to what the input
 // claims: stream codings (gzip, deflate, br) are read through a limit of
 // maxDecoded+1 bytes, so at most maxDecoded bytes are kept; zstd runs
-// DecodeAll with WithDecodeAllCapLimit, so it never writes past the capacity
-// of the buffer it is given, and that capacity never exceeds maxDecoded+32.
-// A zstd frame that declares a content size above the cap is refused before
+// DecodeAll with WithDecodeAllCapLimit, which stops decoding once the output
+// passes the capacity of the buffer it is given, and that capacity never
+// exceeds maxDecoded plus one block (128 KiB + 32 bytes). A zstd frame that declares a content size above the cap is refused before
 // anything is decoded (WithDecoderMaxMemory/WithDecoderMaxWindow additionally
 // refuse windows above max(cap, 8 MiB)). zstd checks the limit once per block,
 // so it may decode up to one block (≤ 128 KiB) beyond the cap internally
-// before stopping; without a declared size it sizes its buffer by doubling and
-// re-decoding, so a bomb costs about twice the cap in work and allocation.
+// before stopping; without a declared size it sizes its buffer by growing it
+// 4× at a time and decoding again. A 1 GiB zstd bomb under a 16 MiB cap thus
+// costs roughly 25–50 MiB of short-lived allocation (klauspost appends an RLE
+// block that overflows the buffer before noticing) and tens of milliseconds.
 // What Decode returns never exceeds the cap. Callers still bound the
-// compressed body themselves
-// (http.MaxBytesReader).
+// compressed body themselves (http.MaxBytesReader).
 //
 // Input that is not a valid, complete stream of its coding (bad header,
 // truncated, bad checksum, trailing bytes after the last member/frame, an

@@ -148,7 +148,7 @@ const zstdBlock = 128<<10 + zstdSlack
 // so output never goes past cap(dst), and never hands it a buffer larger than
 // max+zstdBlock. dst is sized from the first frame's declared content size
 // when there is one; otherwise (Relay's streaming encoder declares none) it
-// starts from cap(dst) or a guess and doubles, decoding again, while DecodeAll
+// starts from cap(dst) or a guess and grows 4× at a time, decoding again, while DecodeAll
 // fails near the end of the buffer. With the cap limit, klauspost reports a
 // block that does not fit either as ErrDecoderSizeExceeded or as an "output
 // bigger than max block size" error, so any error within one block of the
@@ -193,7 +193,7 @@ func (d *Decoder) decodeZstd(src, dst []byte) ([]byte, error) {
 		sizeErr := errors.Is(err, zstd.ErrDecoderSizeExceeded)
 		nearEnd := cap(dst)-len(out) < zstdBlock
 		if (sizeErr || nearEnd) && cap(dst) < limit {
-			want = min(2*cap(dst), limit)
+			want = min(4*cap(dst), limit) // each retry decodes again: grow fast
 			continue
 		}
 		switch {

@@ -116,8 +116,12 @@ func eventJSON(seed uint64, targetSize int) []byte {
 	}
 	var crumbs []map[string]any
 	var frames []frame
-	size := func() int { b, _ := json.Marshal(ev); return len(b) }
-	for size() < targetSize {
+	// Track the size by marshalling each added part once (the whole event
+	// only at the end), keeping generation linear in targetSize.
+	base, _ := json.Marshal(ev)
+	size := len(base) + 60 // the breadcrumbs/exception wrappers
+	added := func(v any) { b, _ := json.Marshal(v); size += len(b) + 1 }
+	for size < targetSize {
 		if r.IntN(3) == 0 {
 			crumbs = append(crumbs, map[string]any{
 				"timestamp": ts(), "category": word() + "." + word(),
@@ -125,6 +129,7 @@ func eventJSON(seed uint64, targetSize int) []byte {
 				"data": map[string]any{"duration_ms": r.IntN(5000), "status_code": []int{200, 201, 404, 500}[r.IntN(4)]},
 			})
 			ev["breadcrumbs"] = map[string]any{"values": crumbs}
+			added(crumbs[len(crumbs)-1])
 		} else {
 			mod := mods[r.IntN(len(mods))]
 			frames = append(frames, frame{
@@ -138,6 +143,7 @@ func eventJSON(seed uint64, targetSize int) []byte {
 				"mechanism":  map[string]any{"type": "django", "handled": false},
 				"stacktrace": map[string]any{"frames": frames},
 			}}}
+			added(frames[len(frames)-1])
 		}
 	}
 	b, err := json.Marshal(ev)
