@@ -317,7 +317,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 			name string
 			max  float64
 			unit string
-		}{{"fp", 3000, "millisecond"}, {"fcp", 3000, "millisecond"}, {"lcp", 6000, "millisecond"}, {"ttfb", 1500, "millisecond"}, {"ttfb.requestTime", 800, "millisecond"}, {"cls", 0.5, "none"}} {
+		}{{"fp", 3000, "millisecond"}, {"fcp", 3000, "millisecond"}, {"lcp", 6000, "millisecond"}, {"ttfb", 1500, "millisecond"}, {"ttfb.requesttime", 800, "millisecond"}, {"cls", 0.5, "none"}} {
 			w.obj(m.name)
 			w.kfloat("value", g.r.Float64()*m.max, 3)
 			w.kstr("unit", m.unit)

@@ -33,6 +33,9 @@ var commands = map[string]command{
 	"validate-token":   validateToken,
 	"parse-keys":       parseKeys,
 	"load-credentials": loadCredentials,
+	// pool and envelope (pool.go)
+	"dump-pool":      dumpPool,
+	"parse-envelope": parseEnvelope,
 }
 
 // rejectedError reports input that was checked and found invalid (exit 1).
