@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestBadFlagsExit2WithOneLine(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--rates is required"},
+		{[]string{"--rates", "100,abc"}, `"abc" is not a positive number`},
+		{[]string{"--rates", "100", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"--rates", "100", "--duration", "soon"}, "invalid value"},
+		{[]string{"--rates", "100", "--mix", "errors=x"}, "--mix"},
+		{[]string{"--rates", "100", "--encoding", "lzma"}, "--encoding"},
+		{[]string{"--rates", "100", "--fault", "flood=1s"}, "unknown kind"},
+		{[]string{"--rates", "100", "--compare", "x"}, "want NAME=BIN"},
+		{[]string{"--rates", "100", "--compare", "b=/bin/true"}, "needs --relay-bin"},
+		{[]string{"--rates", "100", "--find-max"}, "two rates"},
+		{[]string{"--rates", "100", "--relay-bin", "/nonexistent/relay"}, "not an executable file"},
+		{[]string{"--rates", "100", "--relay-config", "/nonexistent.yml"}, "--relay-config"},
+		{[]string{"--rates", "100", "--perf", "x.data"}, "need --relay-bin"},
+		{[]string{"--rates", "100", "extra"}, "unexpected argument"},
+	}
+	for _, tc := range tests {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "orchestrate: ") {
+			t.Errorf("%v: exit %d, stderr %q, want exit 2 and one line with %q", tc.args, code, stderr.String(), tc.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%v: stdout %q", tc.args, stdout.String())
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, f := range []string{"-relay-bin", "-rates", "-duration", "-out", "-find-max", "-compare", "-fault", "-perf", "-statsd-listen", "-rounds"} {
+		if !strings.Contains(stdout.String(), f) {
+			t.Errorf("--help misses %s", f)
+		}
+	}
+}
+
+// build compiles a package of the module into dir.
+func build(t *testing.T, dir, pkg, name string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+func children(ppidOf int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		var state string
+		var ppid int
+		if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err == nil && ppid == ppidOf {
+			var pid int
+			fmt.Sscanf(e.Name(), "%d", &pid)
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestSIGINT sends a real SIGINT to the orchestrate binary mid-sweep: it
+// must exit 130 within 2 s, leave no child and no temp dir behind, and
+// write the partial report.
+func TestSIGINT(t *testing.T) {
+	bins := t.TempDir()
+	orch := build(t, bins, "github.com/relayload/relayload/cmd/orchestrate", "orchestrate")
+	relay := build(t, bins, "github.com/relayload/relayload/internal/cmd/standin-relay", "standin-relay")
+	for _, after := range []time.Duration{500 * time.Millisecond, 2500 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			tmp, out := t.TempDir(), t.TempDir()
+			cmd := exec.Command(orch, "--relay-bin", relay, "--rates", "100,200", "--duration", "3s", "--warmup", "500ms",
+				"--idle", "500ms", "--projects", "10", "--pool", "200", "--out", out)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(after)
+			kids := children(cmd.Process.Pid)
+			sent := time.Now()
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			err := cmd.Wait()
+			took := time.Since(sent)
+			if took > 2*time.Second {
+				t.Errorf("exited %v after SIGINT", took)
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+				t.Errorf("exit: %v\nstderr:\n%s", err, stderr.String())
+			}
+			for _, pid := range kids {
+				if syscall.Kill(pid, 0) == nil {
+					t.Errorf("child %d still alive", pid)
+				}
+			}
+			if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+				t.Errorf("temp dir not cleaned: %v", ents)
+			}
+			b, err := os.ReadFile(filepath.Join(out, "results.json"))
+			if err != nil {
+				t.Fatalf("no partial report: %v\nstderr:\n%s", err, stderr.String())
+			}
+			var rep struct {
+				Interrupted bool `json:"interrupted"`
+			}
+			if json.Unmarshal(b, &rep) != nil || !rep.Interrupted {
+				t.Errorf("results.json not marked interrupted")
+			}
+			if !strings.Contains(stdout.String(), "INTERRUPTED") {
+				t.Errorf("stdout lacks the partial-report banner:\n%s", stdout.String())
+			}
+			t.Logf("after %v: %d children, exit in %v", after, len(kids), took.Round(time.Millisecond))
+		})
+	}
+}

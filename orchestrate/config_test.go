@@ -1,0 +1,220 @@
+package orchestrate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/orchestrate/relayproc"
+)
+
+func TestParseFault(t *testing.T) {
+	tests := []struct {
+		spec    string
+		kind    string
+		dur     time.Duration
+		start   time.Duration
+		wantErr string
+	}{
+		{"outage=10s", "outage", 10 * time.Second, -1, ""},
+		{"outage=2s:refuse@1s", "outage", 2 * time.Second, time.Second, ""},
+		{"429-storm", "429-storm", 10 * time.Second, -1, ""},
+		{"429-storm=3s", "429-storm", 3 * time.Second, -1, ""},
+		{"errors=5s:503:0.5", "errors", 5 * time.Second, -1, ""},
+		{"latency=5s:200ms", "latency", 5 * time.Second, -1, ""},
+		{"outage", "", 0, 0, "needs a duration"},
+		{"outage=10s:melt", "", 0, 0, "outage mode"},
+		{"errors=5s:200", "", 0, 0, "status"},
+		{"errors=5s:500:2", "", 0, 0, "share"},
+		{"latency=5s", "", 0, 0, "DELAY"},
+		{"flood=1s", "", 0, 0, "unknown kind"},
+		{"outage=10s@soon", "", 0, 0, "start"},
+		{"outage=-1s", "", 0, 0, "duration"},
+	}
+	for _, tc := range tests {
+		f, err := ParseFault(tc.spec)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrConfig) {
+				t.Errorf("%q: err %v, want %q", tc.spec, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.spec, err)
+			continue
+		}
+		if f.Kind != tc.kind || f.Duration != tc.dur || f.Start != tc.start {
+			t.Errorf("%q: %+v", tc.spec, f)
+		}
+		uf := f.upstreamFaults()
+		if err := uf.Validate(); err != nil {
+			t.Errorf("%q: upstream rejects %+v: %v", tc.spec, uf, err)
+		}
+	}
+	// The default start is a quarter of the window, at most 5 s; a fault
+	// must end inside the window.
+	f, _ := ParseFault("outage=2s")
+	if err := f.validate(8 * time.Second); err != nil || f.Start != 2*time.Second {
+		t.Errorf("default start %v err %v", f.Start, err)
+	}
+	f, _ = ParseFault("outage=20s")
+	if err := f.validate(10 * time.Second); err == nil {
+		t.Error("fault longer than the window accepted")
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	ok := Config{Rates: []float64{100}}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"no rates", func(c *Config) { c.Rates = nil }, "no rates"},
+		{"zero rate", func(c *Config) { c.Rates = []float64{0} }, "rate 0"},
+		{"find-max one bound", func(c *Config) { c.FindMax = true }, "two rates"},
+		{"dup build", func(c *Config) { c.Builds = []Build{{Name: "a", Bin: "/x"}, {Name: "a", Bin: "/y"}} }, "used twice"},
+		{"bad build name", func(c *Config) { c.Builds = []Build{{Name: "a b", Bin: "/x"}} }, "build name"},
+		{"harness in compare", func(c *Config) { c.Builds = []Build{{Name: "a", Bin: "/x"}, {Name: "b"}} }, "no binary"},
+		{"statsd both", func(c *Config) {
+			c.Builds = []Build{{Bin: "/x"}}
+			c.StatsD, c.StatsDListen = "a:1", "b:2"
+		}, "exclusive"},
+		{"metric without receiver", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.StatsDMetrics = []string{"x"} }, "needs --statsd-listen"},
+		{"perf without relay", func(c *Config) { c.Perf = "x.data" }, "need --relay-bin"},
+		{"bad cpus", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.RelayCPUs = "1-0" }, "cpu list"},
+		{"bad call graph", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.Perf, c.CallGraph = "p", "magic" }, "call graph"},
+		{"negative duration", func(c *Config) { c.Duration = -time.Second }, "negative duration"},
+	}
+	for _, tc := range tests {
+		c := ok
+		c.Builds = nil
+		tc.mod(&c)
+		_, err := c.withDefaults()
+		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	c, err := ok.withDefaults()
+	if err != nil || !c.Harness() || c.Duration != DefaultDuration || c.Rounds != 1 || c.Builds[0].Name != "harness" {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+}
+
+func TestCountCPUs(t *testing.T) {
+	for in, want := range map[string]int{"0": 1, "1": 1, "0-3": 4, "0,2-3": 3, "1,3,5": 3} {
+		if n, err := CountCPUs(in); err != nil || n != want {
+			t.Errorf("%q: %d %v, want %d", in, n, err, want)
+		}
+	}
+	for _, in := range []string{"", "a", "3-1", "1,,2", "-1", "01"} {
+		if _, err := CountCPUs(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	cfg := Config{MaxP99: time.Second}
+	base := func() *Step {
+		return &Step{Rate: 1000, Sent: 30000, OK: 30000, AchievedRate: 1000, AcceptedRate: 1000,
+			Latency: Quantiles{P99: 20}, LagP99: 1, Drain: Drain{Settled: true}, Upstream: UpstreamSeen{Envelopes: 30000}}
+	}
+	tests := []struct {
+		name    string
+		mod     func(*Step)
+		harness bool
+		verdict string
+		reason  string
+	}{
+		{"clean", func(*Step) {}, false, VerdictKeptUp, ""},
+		{"503s", func(s *Step) { s.OK, s.Failures, s.ByStatus = 29000, 1000, map[string]int64{"200": 29000, "503": 1000} }, false, VerdictFellBehind, "503×1000"},
+		{"drops", func(s *Step) { s.Dropped = 500 }, false, VerdictFellBehind, "could not start"},
+		{"slow", func(s *Step) { s.Latency.P99 = 2500 }, false, VerdictFellBehind, "p99 2500 ms"},
+		{"not forwarded", func(s *Step) { s.Upstream.Gap = 3000 }, false, VerdictFellBehind, "never reached"},
+		{"small gap ok", func(s *Step) { s.Upstream.Gap = 30 }, false, VerdictKeptUp, ""},
+		{"unsettled", func(s *Step) { s.Drain = Drain{Took: 20 * time.Second} }, false, VerdictFellBehind, "still forwarding"},
+		{"lag", func(s *Step) { s.LagP99 = 9 }, false, VerdictHarnessLimited, "schedule lag"},
+		{"short of rate", func(s *Step) { s.AchievedRate = 900 }, false, VerdictHarnessLimited, "sent 900/s"},
+		{"harness lag is a note", func(s *Step) { s.LagP99 = 9 }, true, VerdictKeptUp, ""},
+		{"harness far off schedule", func(s *Step) { s.LagP99 = 300 }, true, VerdictFellBehind, "schedule lag"},
+		{"failed", func(s *Step) { s.Failed = true }, false, VerdictFailed, ""},
+	}
+	for _, tc := range tests {
+		st := base()
+		tc.mod(st)
+		judge(st, cfg, tc.harness)
+		if st.Verdict != tc.verdict || tc.reason != "" && !strings.Contains(strings.Join(st.Reasons, "|"), tc.reason) {
+			t.Errorf("%s: %s %v, want %s %q", tc.name, st.Verdict, st.Reasons, tc.verdict, tc.reason)
+		}
+	}
+}
+
+func TestFindMaxBisects(t *testing.T) {
+	for _, limit := range []float64{50, 730, 4000, 9000} {
+		r := &runner{cfg: Config{Rates: []float64{100, 5000}, FindMaxProbes: 8}}
+		var probes []float64
+		fm := r.findMax(t.Context(), Build{Name: "x"}, func(_ Build, _ int, rate float64, _ bool) *Step {
+			probes = append(probes, rate)
+			v := VerdictFellBehind
+			if rate <= limit {
+				v = VerdictKeptUp
+			}
+			return &Step{Rate: rate, Verdict: v}
+		})
+		switch {
+		case limit < 100:
+			if fm.KeptUp != 0 || fm.FellBehind != 100 || len(probes) != 1 {
+				t.Errorf("limit %v: %+v", limit, fm)
+			}
+		case limit >= 5000:
+			if fm.KeptUp != 5000 || len(probes) != 2 {
+				t.Errorf("limit %v: %+v", limit, fm)
+			}
+		default:
+			if fm.KeptUp > limit || fm.FellBehind <= limit || len(probes) > 8 {
+				t.Errorf("limit %v: %+v", limit, fm)
+			}
+			if fm.FellBehind/fm.KeptUp > 1.25 {
+				t.Errorf("limit %v: bracket %v..%v too wide after %d probes", limit, fm.KeptUp, fm.FellBehind, len(probes))
+			}
+		}
+	}
+}
+
+func TestMedianSpread(t *testing.T) {
+	if m := Median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median %v", m)
+	}
+	if m := Median([]float64{4, 1, 2, 3}); m != 2.5 {
+		t.Errorf("median %v", m)
+	}
+	if s := Spread([]float64{0.9, 1, 1.1}); s < 19.99 || s > 20.01 {
+		t.Errorf("spread %v", s)
+	}
+	if Median(nil) != 0 || Spread([]float64{5}) != 0 {
+		t.Error("degenerate")
+	}
+	if r := roundRate(1234.5); r != 1200 {
+		t.Errorf("roundRate %v", r)
+	}
+}
+
+func TestSeriesPeak(t *testing.T) {
+	var smp []relayproc.Sample
+	for i := range 30 {
+		cpu := float64(i) * 0.05 // 0.5 cores
+		if i >= 20 {
+			cpu = 0.95 + float64(i-19)*0.1 // 1 core from 2 s on
+		}
+		smp = append(smp, relayproc.Sample{At: time.Duration(i) * 100 * time.Millisecond, CPU: cpu, RSS: 1 << 20})
+	}
+	pts, peak := series(smp, time.Second)
+	if len(pts) != 30 || pts[0].T != -1 || pts[0].RSSMB != 1 {
+		t.Errorf("points %+v", pts[:2])
+	}
+	if peak < 0.99 || peak > 1.01 {
+		t.Errorf("peak %v, want 1 core", peak)
+	}
+}
