@@ -186,7 +186,18 @@ func (r *Relay) process(j *job) {
 				r.stats.itemsDropped.Add(1)
 				continue
 			}
-			groups[groupLog] = append(groups[groupLog], *it)
+			out := *it
+			if it.Type == "log" {
+				payload, err := scrubLogs(it.Payload)
+				if err != nil {
+					r.log.Debugf("project %d: log item: %v", j.projectID, err)
+					r.emitItemOutcome(sc, it, outcomeInvalid, "invalid_json", 0)
+					r.stats.itemsInvalid.Add(1)
+					continue
+				}
+				out.Payload = payload
+			}
+			groups[groupLog] = append(groups[groupLog], out)
 		case "client_report":
 			if r.cfg.EmitOutcomes != OutcomesOff {
 				r.clientReportOutcomes(sc, it.Payload)

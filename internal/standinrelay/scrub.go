@@ -1,6 +1,8 @@
 package standinrelay
 
 import (
+	"bytes"
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -8,7 +10,7 @@ import (
 
 // A small imitation of Relay's default data scrubbing (envelopes.md §3.2):
 // enough to remove the canary kinds and to cost real, deterministic CPU per
-// event. It is not Relay's PII engine: no pair normalization of query
+// event, transaction and log container. It is not Relay's PII engine: no pair normalization of query
 // strings, headers or cookies, no IP scrubbing, no sensitiveFields.
 
 const filtered = "[Filtered]"
@@ -260,4 +262,70 @@ func applyPartial(path []string, s string, rules []partialRule, meta metaNode) (
 		}
 	}
 	return s, changed
+}
+
+// scrubLogs scrubs a log container ({"items":[log, …]}): attribute values
+// under sensitive names become "[Filtered]", bodies get the replace rules
+// (a body matching the password rule is filtered whole). Remarks go to each
+// log's _meta. It returns the re-serialized container.
+func scrubLogs(payload []byte) ([]byte, error) {
+	var c map[string]any
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&c); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errNotObject
+	}
+	if dec.More() {
+		return nil, errTrailing
+	}
+	logs, ok := c["items"].([]any)
+	if !ok {
+		return nil, jsonError("log container without items array")
+	}
+	for _, l := range logs {
+		lm, ok := l.(map[string]any)
+		if !ok {
+			continue
+		}
+		meta := metaNode{}
+		if body, ok := lm["body"].(string); ok {
+			path := []string{"body"}
+			if passwordValue.MatchString(body) {
+				meta.remark(path, "@password:filter", "s", 0, len(filtered), len(body))
+				lm["body"] = filtered
+			} else if out, changed := applyPartial(path, body, replaceRules, meta); changed {
+				lm["body"] = out
+			}
+		}
+		if attrs, ok := lm["attributes"].(map[string]any); ok {
+			for name, a := range attrs {
+				am, ok := a.(map[string]any)
+				if !ok {
+					continue
+				}
+				path := []string{"attributes", name, "value"}
+				if passwordKey.MatchString(name) {
+					if s, ok := am["value"].(string); ok {
+						meta.remark(path, "@password:filter", "s", 0, len(filtered), len(s))
+					} else {
+						meta.remark(path, "@password:filter", "s", 0, len(filtered), -1)
+					}
+					am["value"] = filtered
+					continue
+				}
+				if s, ok := am["value"].(string); ok {
+					if out, changed := scrubString(path, s, meta); changed {
+						am["value"] = out
+					}
+				}
+			}
+		}
+		if len(meta) > 0 {
+			lm["_meta"] = meta
+		}
+	}
+	return json.Marshal(c)
 }

@@ -337,3 +337,32 @@ func TestClientReportMode(t *testing.T) {
 		t.Errorf("metric buckets in as_client_reports mode: %v", b)
 	}
 }
+
+func TestScrubLogs(t *testing.T) {
+	in := `{"version":2,"items":[{"timestamp":1.5,"level":"info","body":"mail to rlcnry-le-aaaab jane.doe@example.com",` +
+		`"attributes":{"password":{"value":"rlcnry-la-aaaab","type":"string"},"retries":{"value":3,"type":"integer"},"note":{"value":"rlcnry-ke-aaaab","type":"string"}}},` +
+		`{"timestamp":2,"level":"warn","body":"password reset for u-1"}]}`
+	out, err := scrubLogs([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaks []string
+	canary.Scan(out, func(f canary.Finding) {
+		if f.Leaked {
+			leaks = append(leaks, f.Kind.Name)
+		}
+	})
+	if len(leaks) > 0 {
+		t.Errorf("leaks %v: %s", leaks, out)
+	}
+	for _, want := range []string{`"body":"mail to rlcnry-le-aaaab [email]"`, `"body":"[Filtered]"`, `"value":3`, `"rlcnry-ke-aaaab"`, `"version":2`, `"@email:replace"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %s: %s", want, out)
+		}
+	}
+	for _, bad := range []string{`{}`, `{"items":3}`, `[`} {
+		if _, err := scrubLogs([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
