@@ -200,7 +200,7 @@ var errorClasses = [...]string{ClassRefused, ClassReset, ClassTimeout, ClassOthe
 
 // classify maps a client error to an index of errorClasses.
 func classify(err error) int {
-	var ne net.Error
+	var te interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return 0
@@ -211,7 +211,7 @@ func classify(err error) int {
 		return 1
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
 		errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &ne) && ne.Timeout():
+		errors.As(err, &te) && te.Timeout():
 		return 2
 	}
 	return 3

@@ -66,7 +66,7 @@ func (r *runner) collect() *Result {
 	}
 	// Requests started but not recorded by now never will be: abandoned.
 	// They count as sent, so Sent + Dropped == Scheduled.
-	res.Abandoned = r.started.Load() - res.Sent
+	res.Abandoned = max(r.started.Load()-res.Sent, 0)
 	res.Sent += res.Abandoned
 	res.Scheduled = res.Sent + res.Dropped
 	r.winMu.Lock()

@@ -1,0 +1,109 @@
+package blast
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestParseRate(t *testing.T) {
+	for s, want := range map[string]float64{"max": 0, "MAX": 0, "1000": 1000, "0.5": 0.5, "2e4": 20000} {
+		if got, err := ParseRate(s); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "-1", "0", "NaN", "Inf", "fast", "10/s"} {
+		if _, err := ParseRate(s); !errors.Is(err, ErrConfig) {
+			t.Errorf("ParseRate(%q) accepted", s)
+		}
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	if i, n, err := ParseShard("2/3"); err != nil || i != 2 || n != 3 {
+		t.Errorf("2/3: %d %d %v", i, n, err)
+	}
+	for _, s := range []string{"", "3/3", "-1/2", "1", "a/b", "1/0", "0/-1", "1/2/3"} {
+		if _, _, err := ParseShard(s); !errors.Is(err, ErrConfig) {
+			t.Errorf("ParseShard(%q) accepted", s)
+		}
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	for s, want := range map[string]string{
+		"http://127.0.0.1:3000":    "http://127.0.0.1:3000",
+		"http://127.0.0.1:3000/":   "http://127.0.0.1:3000",
+		"http://localhost":         "http://localhost:80",
+		"http://[::1]:3000/relay/": "http://[::1]:3000/relay",
+	} {
+		u, err := ParseTarget(s)
+		if err != nil || u.String() != want {
+			t.Errorf("ParseTarget(%q) = %v, %v; want %s", s, u, err, want)
+		}
+	}
+	for _, s := range []string{"", "127.0.0.1:3000", "https://x", "ftp://x", "http://", "http://u:p@x", "http://x/?q=1", "::"} {
+		if _, err := ParseTarget(s); !errors.Is(err, ErrConfig) {
+			t.Errorf("ParseTarget(%q) accepted", s)
+		}
+	}
+}
+
+func FuzzParseShard(f *testing.F) {
+	f.Add("0/1")
+	f.Add("3/2")
+	f.Fuzz(func(t *testing.T, s string) {
+		i, n, err := ParseShard(s)
+		if err == nil && (n < 1 || i < 0 || i >= n) {
+			t.Fatalf("%q → %d/%d", s, i, n)
+		}
+	})
+}
+
+func FuzzParseRate(f *testing.F) {
+	f.Add("1000")
+	f.Add("max")
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate(s)
+		if err == nil && !(r > 0 || r == 0 && (s == "max" || len(s) == 3)) {
+			t.Fatalf("%q → %v", s, r)
+		}
+	})
+}
+
+func FuzzParseTarget(f *testing.F) {
+	f.Add("http://127.0.0.1:3000")
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := ParseTarget(s)
+		if err == nil && (u.Scheme != "http" || u.Host == "" || u.Port() == "") {
+			t.Fatalf("%q → %v", s, u)
+		}
+	})
+}
+
+func TestFetchProjects(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/projects":
+			w.Write([]byte(`[{"id":1,"org_id":1,"slug":"a-1","public_key":"0123456789abcdef0123456789abcdef","key_id":100000,"dsn":"http://x@h/1"}]`))
+		case "/empty":
+			w.Write([]byte(`[]`))
+		case "/bad":
+			w.Write([]byte(`{`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	ps, err := FetchProjects(context.Background(), srv.URL+"/projects")
+	if err != nil || len(ps) != 1 || ps[0].ID != 1 || ps[0].PublicKey != "0123456789abcdef0123456789abcdef" {
+		t.Fatalf("%+v %v", ps, err)
+	}
+	for _, p := range []string{"/empty", "/bad", "/missing"} {
+		if _, err := FetchProjects(context.Background(), srv.URL+p); err == nil {
+			t.Errorf("%s accepted", p)
+		}
+	}
+}
