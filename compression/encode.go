@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/andybalholm/brotli"
+	"github.com/andybalholm/brotli/matchfinder"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
@@ -17,7 +18,14 @@ import (
 //     Relay uses for forwarded envelopes (relay-protocol §7.1).
 //   - gzip and zlib: the libraries' default level (flate level 5 in
 //     klauspost/compress), close to what SDKs produce with zlib's default.
-//   - brotli: quality 4, what sentry-python uses for br.
+//   - brotli: level 4, what sentry-python uses for br. It is encoded with
+//     andybalholm/brotli's matchfinder writer (NewWriterV2), not the
+//     c2go-translated Writer: that Writer's Reset keeps state (ring buffer
+//     and hash tables) that changes the output of later streams, so pooled
+//     Writers are not deterministic (TestEncodeDeterministic caught it), and
+//     a fresh Writer per call costs ~700 KB of allocation. The matchfinder
+//     writer resets fully, is faster here, and its output is the same size
+//     on event JSON (±0.2%).
 const (
 	ZstdLevel   = zstd.SpeedFastest
 	GzipLevel   = gzip.DefaultCompression
@@ -55,7 +63,7 @@ type zlibWriter struct {
 
 type brotliWriter struct {
 	out appendWriter
-	w   *brotli.Writer
+	w   *matchfinder.Writer
 }
 
 // NewEncoder returns an Encoder using the levels above.
@@ -93,7 +101,7 @@ func NewEncoder() *Encoder {
 	}
 	e.br.New = func() any {
 		b := new(brotliWriter)
-		b.w = brotli.NewWriterLevel(&b.out, BrotliLevel)
+		b.w = brotli.NewWriterV2(&b.out, BrotliLevel)
 		return b
 	}
 	return e
