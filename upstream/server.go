@@ -168,8 +168,9 @@ type relay struct {
 	registered bool
 	known      bool // allow-listed / pre-registered
 
-	sigs  sync.Map // signature value → expiry (unix nanos, math.MaxInt64 = never)
-	nSigs atomic.Int64
+	sigs      sync.Map // signature value → expiry (unix nanos, math.MaxInt64 = never)
+	nSigs     atomic.Int64
+	lastSweep atomic.Int64 // unix nanos of the last sweep of a full cache
 }
 
 // maxCachedSignatures bounds the signature cache per relay.
@@ -652,7 +653,13 @@ func (s *Server) cacheSignature(rl *relay, sig string, now time.Time) {
 		}
 	}
 	if rl.nSigs.Load() >= maxCachedSignatures {
+		// Full: sweep expired entries, at most once a second (a Relay signs
+		// every request afresh, so a full cache is the normal case there).
 		nowNanos := now.UnixNano()
+		last := rl.lastSweep.Load()
+		if nowNanos-last < int64(time.Second) || !rl.lastSweep.CompareAndSwap(last, nowNanos) {
+			return
+		}
 		rl.sigs.Range(func(k, v any) bool {
 			if v.(int64) < nowNanos {
 				rl.sigs.Delete(k)

@@ -413,3 +413,27 @@ func TestPanicRecovered(t *testing.T) {
 		t.Errorf("panics %d errors %v requests %v", st.Panics, st.Errors, st.Requests)
 	}
 }
+
+func TestSignatureCacheBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	r := newRelay(t)
+	f.srv.RegisterRelay(r.id, r.pub)
+	rl := f.srv.lookupRelay(r.id)
+	base := f.clock.Now()
+	for i := 0; i < maxCachedSignatures+50; i++ {
+		f.srv.cacheSignature(rl, r.sk.Sign(nil, base.Add(time.Duration(i)*time.Microsecond)), base)
+	}
+	if n := rl.nSigs.Load(); n != maxCachedSignatures {
+		t.Fatalf("cache holds %d, want the cap %d", n, maxCachedSignatures)
+	}
+	// Once entries have expired, a sweep (at most one a second) makes room.
+	later := base.Add(DefaultMaxSignatureAge + time.Minute)
+	fresh := r.sk.Sign(nil, later)
+	f.srv.cacheSignature(rl, fresh, later)
+	if n := rl.nSigs.Load(); n != 1 {
+		t.Fatalf("after sweep the cache holds %d, want 1", n)
+	}
+	if _, ok := rl.sigs.Load(fresh); !ok {
+		t.Fatal("fresh signature not cached")
+	}
+}

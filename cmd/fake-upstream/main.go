@@ -52,8 +52,11 @@ func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }
 type sizeFlag struct{ n *int64 }
 
 func (s sizeFlag) String() string {
-	if s.n == nil {
+	switch {
+	case s.n == nil:
 		return ""
+	case *s.n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", *s.n>>20)
 	}
 	return fmt.Sprint(*s.n)
 }
@@ -112,8 +115,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&quotaSpecs, "quota", "quota CATEGORIES[:LIMIT[:REASON]] added to every project (repeatable), e.g. error;transaction:0; CATEGORIES may be all")
 	fs.Var(&latencies, "latency", "fault: ROUTE=SPEC added latency (repeatable); SPEC 50ms | 10ms-90ms | exp:20ms | terms joined by +; ROUTE a route name or *")
 	fs.Var(&injects, "inject", "fault: ROUTE=STATUS[:RETRY_AFTER]@P or ROUTE=reset@P (repeatable), e.g. envelope=429:30@0.1, envelope=reset@0.01")
-	fs.Var(sizeFlag{&maxWire}, "max-wire-bytes", "cap on request bodies as received (default 20MiB; accepts 16MiB, 20MB, bytes)")
-	fs.Var(sizeFlag{&maxDecoded}, "max-decoded-bytes", "cap on request bodies after Content-Encoding (default 16MiB); larger bodies get 413")
+	fs.Var(sizeFlag{&maxWire}, "max-wire-bytes", "cap on request bodies as received (accepts 16MiB, 20MB, 1048576)")
+	fs.Var(sizeFlag{&maxDecoded}, "max-decoded-bytes", "cap on request bodies after Content-Encoding; larger bodies get 413")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usageHead)
