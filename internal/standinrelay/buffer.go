@@ -147,6 +147,13 @@ func (b *buffer) done(j *job) {
 	b.cond.Broadcast()
 }
 
+// full reports whether the buffer is at its count or byte bound.
+func (b *buffer) full() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.count >= b.maxCount || b.bytes >= b.maxBytes
+}
+
 // len returns the envelopes held (waiting, ready or being processed) and
 // how many of them are waiting for a config.
 func (b *buffer) len() (held, waiting int) {

@@ -333,6 +333,7 @@ func appendLimit(ls []rateLimit, l rateLimit) []rateLimit {
 }
 
 func (r *Relay) accept(w http.ResponseWriter, eventID string) int {
+	r.metrics.Count("event.accepted", 1)
 	if eventID != "" {
 		writeJSON(w, http.StatusOK, map[string]string{"id": eventID})
 	} else {

@@ -217,7 +217,6 @@ func (r *Relay) process(j *job) {
 		hasEvt := itemGroup(g) == groupError || itemGroup(g) == groupTransaction
 		body := r.rewriteEnvelope(j, st, groups[g], hasEvt)
 		r.stats.parts.Add(1)
-		r.metrics.Count("event.accepted", 1, "group:"+groupNames[g])
 		r.forward(r.hardCtx, &envelopeRequest{
 			projectID:    st.ProjectID,
 			publicKey:    j.key,
@@ -225,6 +224,7 @@ func (r *Relay) process(j *job) {
 			version:      j.meta.version,
 			userAgent:    j.meta.userAgent,
 			forwardedFor: j.meta.forwardedFor,
+			origin:       j.meta.origin,
 			body:         body,
 		}, groupNames[g])
 	}

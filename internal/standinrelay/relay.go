@@ -114,10 +114,11 @@ func New(cfg Config, creds relayauth.Credentials, log *Logger) (*Relay, error) {
 // Addr is the listen address, e.g. 127.0.0.1:38211.
 func (r *Relay) Addr() string { return r.ln.Addr().String() }
 
-// Ready reports what the readiness endpoint says: registered and not
-// shutting down. (Relay recomputes this every 3 s; the stand-in answers live.)
+// Ready reports what the readiness endpoint says: registered, envelope
+// buffer not full, not shutting down. (Relay recomputes this every 3 s; the
+// stand-in answers live.)
 func (r *Relay) Ready() bool {
-	return r.auth.get() == authRegistered && !r.stopping.Load()
+	return r.auth.get() == authRegistered && !r.stopping.Load() && !r.buffer.full()
 }
 
 // isReady reports whether a key's envelopes can be processed now.

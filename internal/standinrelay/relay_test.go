@@ -158,7 +158,9 @@ func TestForwardSplitSignedZstd(t *testing.T) {
 	s := startStandin(t, baseConfig(up.srv.URL))
 	waitFor(t, 5*time.Second, "ready", s.Ready)
 
-	status, _, body := post(t, envURL(s, 42), mixedEnvelope(""), authHeader(keyA))
+	h := authHeader(keyA)
+	h["Origin"] = "https://shop.example"
+	status, _, body := post(t, envURL(s, 42), mixedEnvelope(""), h)
 	if status != 200 || body["id"] != eventID {
 		t.Fatalf("ingest: %d %v", status, body)
 	}
@@ -179,6 +181,9 @@ func TestForwardSplitSignedZstd(t *testing.T) {
 		}
 		if a := e.header.Get("X-Sentry-Auth"); a != "Sentry sentry_key="+keyA+", sentry_version=7, sentry_client=test-sdk/1.0" {
 			t.Errorf("X-Sentry-Auth %q", a)
+		}
+		if o := e.header.Get("Origin"); o != "https://shop.example" || e.hdr["origin"] != o {
+			t.Errorf("Origin header %q, envelope header %v", o, e.hdr["origin"])
 		}
 		if ua := e.header.Get("User-Agent"); ua != "test-agent/2.0" {
 			t.Errorf("User-Agent %q", ua)
@@ -636,6 +641,9 @@ func TestBufferFullAnswers503(t *testing.T) {
 	status, _, body := post(t, envURL(s, 42), singleItem("check_in", `{}`), authHeader(keyA))
 	if status != 503 || body["detail"] != "failed to queue envelope" {
 		t.Errorf("third envelope: %d %v", status, body)
+	}
+	if s.Ready() {
+		t.Error("ready with a full envelope buffer")
 	}
 }
 

@@ -143,6 +143,7 @@ type envelopeRequest struct {
 	version      string // sentry_version
 	userAgent    string
 	forwardedFor string
+	origin       string
 	body         []byte // uncompressed envelope
 }
 
@@ -179,6 +180,9 @@ func (u *upstreamClient) sendEnvelope(ctx context.Context, er *envelopeRequest, 
 	h.Set("X-Sentry-Relay-Id", u.relayID)
 	h.Set("X-Sentry-Relay-Signature", u.sk.Sign(nil, time.Now()))
 	h.Set("X-Forwarded-For", er.forwardedFor)
+	if er.origin != "" {
+		h.Set("Origin", er.origin)
+	}
 	if er.userAgent != "" {
 		h.Set("User-Agent", er.userAgent)
 	} else {
