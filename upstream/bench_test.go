@@ -100,3 +100,38 @@ func BenchmarkSinkHandler(b *testing.B) {
 	b.Run("sdk", func(b *testing.B) { benchSink(b, false) })
 	b.Run("relay-signed-cached", func(b *testing.B) { benchSink(b, true) })
 }
+
+// TestSinkHandlerAllocs: once warm, the sink path (decode, scan, count,
+// answer) allocates nothing per request.
+func TestSinkHandlerAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	ps, _ := projects.Generate(1, 10)
+	srv, err := New(Config{Projects: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[1]
+	body := encode(t, compression.Zstd, envelopeBody(p, "9ec79c33-ec99-42ab-8353-589fcb2e04dc", item("event", string(eventPayload(10<<10, 2))), item("log", "{}")))
+	req := httptest.NewRequest("POST", p.EnvelopePath(), nil)
+	req.Header.Set("Content-Encoding", "zstd")
+	req.Header.Set("X-Sentry-Auth", p.AuthHeader("t"))
+	rb := &rewindBody{}
+	w := &nullWriter{h: http.Header{}}
+	h := srv.Handler()
+	serve := func() {
+		rb.Reset(body)
+		req.Body = rb
+		h.ServeHTTP(w, req)
+		if w.status != 200 {
+			t.Fatalf("status %d", w.status)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		serve()
+	}
+	if n := testing.AllocsPerRun(200, serve); n != 0 {
+		t.Errorf("%.1f allocations per request, want 0", n)
+	}
+}

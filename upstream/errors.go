@@ -43,12 +43,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	h["Content-Length"] = contentLength(len(b))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
 var jsonContentType = []string{"application/json"}
+
+// smallLengths are shared, never-modified Content-Length values for small
+// bodies, so the hot path does not allocate a header slice per response.
+var smallLengths = func() (t [256][]string) {
+	for i := range t {
+		t[i] = []string{strconv.Itoa(i)}
+	}
+	return t
+}()
+
+func contentLength(n int) []string {
+	if n < len(smallLengths) {
+		return smallLengths[n]
+	}
+	return []string{strconv.Itoa(n)}
+}
 
 // writeError answers with e and counts it in c.
 func (s *Server) writeError(w http.ResponseWriter, c *counters, e *httpError) {

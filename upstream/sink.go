@@ -79,22 +79,34 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 		return
 	}
 	s.count(c, pidx, fromRelay, decoded, sum)
-	if len(sum.EventID) == 32 || len(sum.EventID) == 36 {
-		var buf [64]byte
-		b := append(buf[:0], `{"id":"`...)
-		for _, ch := range sum.EventID {
-			if ch != '-' {
-				b = append(b, ch)
+	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
+		// {"id":"<32 hex>"} written in pieces: no per-request buffer.
+		h := w.Header()
+		h["Content-Type"] = jsonContentType
+		h["Content-Length"] = contentLength(len(idPrefix) + 32 + len(idSuffix))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(idPrefix)
+		for len(id) > 0 {
+			i := bytes.IndexByte(id, '-')
+			if i < 0 {
+				_, _ = w.Write(id)
+				break
 			}
+			_, _ = w.Write(id[:i])
+			id = id[i+1:]
 		}
-		b = append(b, `"}`...)
-		writeRawJSON(w, http.StatusOK, b)
+		_, _ = w.Write(idSuffix)
 		return
 	}
 	writeRawJSON(w, http.StatusOK, emptyObject)
 }
 
-var emptyObject = []byte("{}")
+var (
+	emptyObject = []byte("{}")
+	idPrefix    = []byte(`{"id":"`)
+	idSuffix    = []byte(`"}`)
+	dash        = []byte("-")
+)
 
 func (s *Server) getSummary() *envelope.Summary {
 	if v := s.sums.Get(); v != nil {
