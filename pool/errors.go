@@ -270,7 +270,8 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 		}
 		w.close()
 		if last {
-			g.stacktrace(w, p, 20+g.r.IntN(61), func(w *jw) {
+			u := g.r.Float64()
+			g.stacktrace(w, p, 20+int(u*u*61), func(w *jw) { // 20–80, mean ≈ 40
 				w.kstr("api_key", g.cv(cvFrameVarAPIKey, i))
 				w.kint("retries", int64(g.r.IntN(5)))
 				w.kstr(g.noun()+"_id", strconv.Itoa(g.r.IntN(100000)))

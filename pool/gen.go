@@ -2,6 +2,7 @@ package pool
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/relayload/relayload/compression"
@@ -22,6 +23,9 @@ type gen struct {
 
 	canaries canarySet
 	lb       []byte // line scratch
+	pre      []byte // envelope + item header scratch
+	raws     chunks // raw envelopes
+	bodies   chunks // encoded bodies
 }
 
 func newGen(o *Options, agents *agentTable, cs canarySet) *gen {
@@ -65,7 +69,7 @@ func (g *gen) build(i int, s slot, e *Entry, enc *compression.Encoder) error {
 	case Log:
 		items = g.logEnvelope(&c, &env)
 	}
-	raw := env.Marshal()
+	raw := g.assemble(&env)
 	*e = Entry{
 		Kind: s.kind, Project: c.project, EventID: eventID, UserAgent: c.agent.UA, ForwardedFor: c.ip,
 		RawSize: len(raw), Items: items, raw: raw, Body: raw,
@@ -76,7 +80,7 @@ func (g *gen) build(i int, s slot, e *Entry, enc *compression.Encoder) error {
 			return err
 		}
 		g.encBuf = out
-		e.Body = append([]byte(nil), out...)
+		e.Body = g.bodies.put(out)
 	}
 	return nil
 }
@@ -111,11 +115,95 @@ func (g *gen) header(eventID string, sdkName, sdkVersion string, fn func(w *jw))
 	return w.b // aliases scratch; env.Marshal copies it
 }
 
-// payload resets the payload writer.
+// Envelope bytes live in large per-worker chunks instead of one allocation
+// per entry: a 20k pool is ~400 MB, and a per-entry copy plus allocation was
+// a sixth of the build time. The payload is written straight into the chunk
+// after a gap of headroom bytes; the envelope and item headers are then
+// copied into the end of the gap, so the raw envelope is contiguous without
+// copying the payload. Gaps cost < 3% of the pool's memory.
+const (
+	chunkSize  = 8 << 20
+	headroom   = 640       // ≥ envelope header + item header of single-item envelopes
+	maxPayload = 256 << 10 // payload room guaranteed before a new chunk is started
+)
+
+// chunks hands out byte ranges of large chunks; the ranges it returns are
+// never written again.
+type chunks struct {
+	buf  []byte
+	held int64 // bytes of all chunks allocated
+}
+
+// room makes sure n more bytes fit in the current chunk.
+func (c *chunks) room(n int) {
+	if cap(c.buf)-len(c.buf) < n {
+		c.buf = make([]byte, 0, max(chunkSize, n))
+		c.held += int64(cap(c.buf))
+	}
+}
+
+// put copies b into the chunk and returns the copy (capacity clipped).
+func (c *chunks) put(b []byte) []byte {
+	c.room(len(b))
+	start := len(c.buf)
+	c.buf = append(c.buf, b...)
+	return c.buf[start:len(c.buf):len(c.buf)]
+}
+
+// payload resets the payload writer to write into the raw chunk, after the
+// header gap.
 func (g *gen) payload() *jw {
-	g.w.b = g.w.b[:0]
+	g.raws.room(headroom + maxPayload)
+	start := len(g.raws.buf) + headroom
+	g.w.b = g.raws.buf[start:start]
 	g.w.comma = false
 	return &g.w
+}
+
+// assemble returns the raw envelope. A single item whose payload is still
+// where payload() put it gets its headers copied in front (zero-copy path);
+// anything else is marshalled by envelope/ and copied into the chunk.
+func (g *gen) assemble(env *envelope.Envelope) []byte {
+	if len(env.Items) == 1 {
+		it := &env.Items[0]
+		p := it.Payload
+		buf := g.raws.buf
+		start := len(buf) + headroom
+		if len(p) > 0 && start+len(p) < cap(buf) && &buf[start : start+1][0] == &p[0] {
+			pre := append(g.pre[:0], env.Header...)
+			pre = append(pre, '\n')
+			pre = appendItemHeader(pre, it, len(p))
+			pre = append(pre, '\n')
+			g.pre = pre
+			if len(pre) <= headroom {
+				end := start + len(p) + 1
+				buf = buf[:end]
+				buf[end-1] = '\n'
+				copy(buf[start-len(pre):start], pre)
+				g.raws.buf = buf
+				return buf[start-len(pre) : end : end]
+			}
+		}
+	}
+	return g.raws.put(env.Marshal())
+}
+
+// appendItemHeader writes an item header exactly as envelope.Marshal does
+// (TestMarshalRoundTrip holds the two together).
+func appendItemHeader(b []byte, it *envelope.Item, length int) []byte {
+	b = append(b, `{"type":`...)
+	b = appendQuoted(b, it.Type)
+	b = append(b, `,"length":`...)
+	b = strconv.AppendInt(b, int64(length), 10)
+	if it.ContentType != "" {
+		b = append(b, `,"content_type":`...)
+		b = appendQuoted(b, it.ContentType)
+	}
+	if it.ItemCount != 0 {
+		b = append(b, `,"item_count":`...)
+		b = strconv.AppendInt(b, int64(it.ItemCount), 10)
+	}
+	return append(b, '}')
 }
 
 // take returns the payload written since payload(). It aliases the scratch

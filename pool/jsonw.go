@@ -133,6 +133,19 @@ func appendQuoted[T string | []byte](b []byte, s T) []byte {
 func appendEscaped[T string | []byte](b []byte, s T) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		// Fast path: skip 8 plain bytes at a time (SWAR: no byte < 0x20,
+		// ≥ 0x80, '"' or '\\').
+		for i+8 <= len(s) {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if (x-lo*0x20)&^x&hi|x&hi|zeroByte(x^lo*'"')|zeroByte(x^lo*'\\') != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if plain[c] {
 			i++
@@ -178,3 +191,12 @@ var plain = func() (t [256]bool) {
 	}
 	return t
 }()
+
+const (
+	lo uint64 = 0x0101010101010101
+	hi uint64 = 0x8080808080808080
+)
+
+// zeroByte is non-zero iff some byte of x is zero (exact when no byte of x
+// is ≥ 0x80, which the caller tests alongside).
+func zeroByte(x uint64) uint64 { return (x - lo) &^ x & hi }

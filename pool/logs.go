@@ -7,8 +7,8 @@ import (
 	"github.com/relayload/relayload/useragent"
 )
 
-// Logs: one `log` container item with 1–100 records (skewed small: about
-// half have ≤ 25), item_count = records, content_type
+// Logs: one `log` container item with 1–100 records (long-tailed: median
+// ≈ 7, mean ≈ 21), item_count = records, content_type
 // application/vnd.sentry.items.log+json. Records carry 6–14 attributes:
 // the SDK defaults, a message template with parameters for half of them,
 // and a few typed custom attributes. One record's body carries the
@@ -28,7 +28,7 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 		p = platforms[1+g.r.IntN(4)]
 	}
 	u := g.r.Float64()
-	n := 1 + int(u*u*100)
+	n := 1 + int(u*u*u*u*100) // long tail: mean ≈ 21, median ≈ 7
 	if n > 100 {
 		n = 100
 	}

@@ -65,6 +65,7 @@ type Entry struct {
 type Pool struct {
 	Options Options
 	Entries []Entry
+	held    int64 // bytes of the chunks holding raw envelopes and bodies
 }
 
 // KindStats are per-kind counts and sizes.
@@ -83,8 +84,9 @@ type PoolStats struct {
 	Encoding     string `json:"encoding"`
 	RawBytes     int64  `json:"raw_bytes"`     // sum of uncompressed envelopes
 	EncodedBytes int64  `json:"encoded_bytes"` // sum of bodies as sent
-	// HeldBytes is what the pool keeps in memory for envelope bytes: raw plus
-	// encoded, or raw alone for identity (Body and Raw share storage).
+	// HeldBytes is the memory allocated for envelope bytes: the chunks that
+	// hold raw envelopes and (unless identity, where Body is Raw) encoded
+	// bodies, including the slack between entries (a few percent).
 	HeldBytes int64              `json:"held_bytes"`
 	ByKind    map[Kind]KindStats `json:"by_kind"`
 }
@@ -208,7 +210,7 @@ func Build(ctx context.Context, opts Options) (*Pool, error) {
 		workers = opts.Size/64 + 1
 	}
 	const chunk = 64
-	var next atomic.Int64
+	var next, held atomic.Int64
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
@@ -234,6 +236,8 @@ func Build(ctx context.Context, opts Options) (*Pool, error) {
 						return
 					}
 				}
+				held.Add(g.raws.held + g.bodies.held)
+				g.raws.held, g.bodies.held = 0, 0
 			}
 		}()
 	}
@@ -241,6 +245,7 @@ func Build(ctx context.Context, opts Options) (*Pool, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
+	p.held = held.Load()
 	return p, nil
 }
 
@@ -285,10 +290,7 @@ func (p *Pool) Stats() PoolStats {
 		s.RawBytes += int64(e.RawSize)
 		s.EncodedBytes += int64(len(e.Body))
 	}
-	s.HeldBytes = s.RawBytes + s.EncodedBytes
-	if p.Options.Encoding == compression.Identity {
-		s.HeldBytes = s.RawBytes
-	}
+	s.HeldBytes = p.held
 	return s
 }
 

@@ -1,0 +1,76 @@
+package pool
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestAppendQuotedMatchesEncodingJSON(t *testing.T) {
+	cases := []string{"", "a", "plain ascii text that is long enough", "quote\"inside and more text", "back\\slash in a longer string",
+		"tab\there", "nl\nx", "ctl\x01\x1f", "ünïcödé long enough string", "\xff invalid utf8 here", strings.Repeat("x", 100) + "\"",
+		"1234567\"", "12345678\\", "<html>&amp;</html>"}
+	for _, c := range cases {
+		got := appendQuoted(nil, c)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q → %s: %v", c, got, err)
+		}
+		if want := viaEncodingJSON(t, c); back != want {
+			t.Fatalf("%q → %s → %q", c, got, back)
+		}
+	}
+}
+
+func FuzzAppendQuoted(f *testing.F) {
+	f.Add("hello \"world\"\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendQuoted(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q → %s: %v", s, got, err)
+		}
+		if back != viaEncodingJSON(t, s) {
+			t.Fatalf("%q → %q", s, back)
+		}
+	})
+}
+
+func FuzzParseMix(f *testing.F) {
+	f.Add(DefaultMix)
+	f.Add("errors=1")
+	f.Add("errors=NaN")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseMix(s)
+		if err != nil {
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("ParseMix(%q) returned an invalid mix: %v", s, err)
+		}
+		m2, err := ParseMix(m.String())
+		if err != nil || len(m2) != len(m) {
+			t.Fatalf("round trip of %q via %q: %v", s, m.String(), err)
+		}
+		p := newPicker(m)
+		for _, u := range []float64{0, 0.25, 0.5, 0.999999} {
+			if k := p.pick(u); m[k] <= 0 {
+				t.Fatalf("picked %s with weight %v", k, m[k])
+			}
+		}
+	})
+}
+
+// viaEncodingJSON is what encoding/json makes of s (invalid UTF-8 bytes
+// become U+FFFD one by one, as appendQuoted does).
+func viaEncodingJSON(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back string
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
