@@ -38,6 +38,7 @@ func (r *runner) collect() *Result {
 		res.Dropped += rec.dropped
 		res.WarmupSent += rec.warmSent
 		res.WarmupDropped += rec.warmDropped
+		res.WarmupOK += rec.warmOK
 		for code, n := range rec.status {
 			if n > 0 {
 				res.ByStatus[code] += n

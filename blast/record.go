@@ -15,6 +15,7 @@ type recorder struct {
 
 	sent, ok, dropped     int64
 	warmSent, warmDropped int64
+	warmOK                int64
 	status                [600]int64 // index = HTTP status; 0 = out of range
 	errs                  [len(errorClasses)]int64
 	errSample             [len(errorClasses)]string // first error message of each class
@@ -73,6 +74,9 @@ func (rec *recorder) record(r *runner, j job, kind uint8, sentAt, doneAt time.Du
 	}
 	if j.warm {
 		rec.warmSent++
+		if ok {
+			rec.warmOK++
+		}
 	} else {
 		rec.sent++
 		rec.kindSent[kind]++

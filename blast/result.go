@@ -47,6 +47,7 @@ type Result struct {
 	Abandoned int64 `json:"abandoned"` // still in flight when a cancelled run gave up
 
 	WarmupSent    int64 `json:"warmup_sent"`
+	WarmupOK      int64 `json:"warmup_ok"`
 	WarmupDropped int64 `json:"warmup_dropped"`
 
 	ByStatus map[int]int64    `json:"by_status"` // responses by HTTP status (0: outside 100..599)
@@ -218,6 +219,7 @@ func Merge(rs ...*Result) (*Result, error) {
 		out.Abandoned += r.Abandoned
 		out.WarmupSent += r.WarmupSent
 		out.WarmupDropped += r.WarmupDropped
+		out.WarmupOK += r.WarmupOK
 		addMap(out.ByStatus, r.ByStatus)
 		addMap(out.Errors, r.Errors)
 		for c, msg := range r.ErrorSamples {

@@ -91,7 +91,7 @@ func TestMergeEqualsUnion(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m.Sent != union.Sent || m.OK != union.OK || m.Dropped != union.Dropped || m.Scheduled != union.Scheduled ||
-		m.WarmupSent != union.WarmupSent || m.WarmupDropped != union.WarmupDropped {
+		m.WarmupSent != union.WarmupSent || m.WarmupOK != union.WarmupOK || m.WarmupDropped != union.WarmupDropped {
 		t.Fatalf("merged counters %+v\nunion %+v", m, union)
 	}
 	if union.Sent < 7000 || union.Dropped == 0 || union.Errors[ClassTimeout] == 0 || union.ByStatus[429] == 0 {

@@ -116,7 +116,7 @@ func TestRunShardsAndMerge(t *testing.T) {
 		f := filepath.Join(dir, strings.ReplaceAll(shard, "/", "of")+".json")
 		files = append(files, f)
 		stdout, stderr, code := runBlast(t, "--target", srv.URL, "--rate", "2000", "--count", "301", "--pool", "40",
-			"--encoding", "gzip", "--shard", shard, "--out", f)
+			"--encoding", "gzip", "--shard", shard, "--out", f, "--timeout", "30s")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
@@ -163,7 +163,7 @@ func TestDump(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	srv, n := sink(t)
 	out := filepath.Join(t.TempDir(), "r.json")
-	cmd := exec.Command(binary, "--target", srv.URL, "--rate", "500", "--duration", "60s", "--pool", "30", "--out", out, "--progress")
+	cmd := exec.Command(binary, "--target", srv.URL, "--rate", "500", "--duration", "60s", "--pool", "30", "--out", out, "--progress", "--timeout", "30s")
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	if err := cmd.Start(); err != nil {
