@@ -16,17 +16,110 @@ import (
 const filtered = "[Filtered]"
 
 var (
-	// passwordKey is @password:filter applied to keys.
-	passwordKey = regexp.MustCompile(`(?i)password|secret|passwd|api[-_]?key|auth|credentials|mysql_pwd|private[-_]?key|token`)
-	// passwordValue is @password:filter applied to values.
-	passwordValue = regexp.MustCompile(`(?i)password|secret|passwd|api[-_]key|apikey|auth|credentials|mysql_pwd|private[-_]?key|token\S*[:=]|bearer\s`)
-	urlAuth       = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^:/@\s]+:([^@/\s]+)@`)
-	pemBody       = regexp.MustCompile(`(?s)-----BEGIN[A-Z ]* (?:PRIVATE|PUBLIC) KEY-----(.+?)-----END[A-Z ]* (?:PRIVATE|PUBLIC) KEY-----`)
-	creditCard    = regexp.MustCompile(`\b(?:(?:4\d{3}|5[1-5]\d{2}|6011|65\d{2})[- ]?\d{4}[- ]?\d{4}[- ]?\d{4}|3[47]\d{2}[- ]?\d{6}[- ]?\d{5})\b`)
-	iban          = regexp.MustCompile(`\b[A-Z]{2}\d{2}[A-Z0-9]{11,29}\b`)
-	usSSN         = regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`)
-	email         = regexp.MustCompile(`[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}`)
+	urlAuth    = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^:/@\s]+:([^@/\s]+)@`)
+	pemBody    = regexp.MustCompile(`(?s)-----BEGIN[A-Z ]* (?:PRIVATE|PUBLIC) KEY-----(.+?)-----END[A-Z ]* (?:PRIVATE|PUBLIC) KEY-----`)
+	creditCard = regexp.MustCompile(`\b(?:(?:4\d{3}|5[1-5]\d{2}|6011|65\d{2})[- ]?\d{4}[- ]?\d{4}[- ]?\d{4}|3[47]\d{2}[- ]?\d{6}[- ]?\d{5})\b`)
+	iban       = regexp.MustCompile(`\b[A-Z]{2}\d{2}[A-Z0-9]{11,29}\b`)
+	usSSN      = regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`)
+	email      = regexp.MustCompile(`[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}`)
 )
+
+// passwordWords is @password:filter's word list; keys additionally match
+// anything containing "token", values only "token…:" / "token…=".
+var passwordWords = []string{"password", "secret", "passwd", "api_key", "api-key", "apikey", "auth", "credentials", "mysql_pwd", "privatekey", "private_key", "private-key"}
+
+// lowerASCII lowercases ASCII letters, allocating only when needed.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; c >= 'A' && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func containsWord(l string) bool {
+	for _, w := range passwordWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// passwordKey reports whether a key matches @password:filter.
+func passwordKey(k string) bool {
+	l := lowerASCII(k)
+	return containsWord(l) || strings.Contains(l, "token")
+}
+
+// passwordValue reports whether a value matches @password:filter.
+func passwordValue(v string) bool {
+	l := lowerASCII(v)
+	if containsWord(l) {
+		return true
+	}
+	for i := 0; ; {
+		j := strings.Index(l[i:], "token")
+		if j < 0 {
+			break
+		}
+		rest := l[i+j+5:]
+		if k := strings.IndexAny(rest, ":= \t\n"); k >= 0 && (rest[k] == ':' || rest[k] == '=') {
+			return true
+		}
+		i += j + 5
+	}
+	if i := strings.Index(l, "bearer"); i >= 0 && i+6 < len(l) && (l[i+6] == ' ' || l[i+6] == '\t') {
+		return true
+	}
+	return false
+}
+
+// plausible says which partial rules could match s, from one cheap pass;
+// the regular expressions only run where they might.
+type plausible struct{ digits, at, scheme, pem, upper bool }
+
+func scan(s string) plausible {
+	var p plausible
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			n++
+		case c == '@':
+			p.at = true
+		case c >= 'A' && c <= 'Z':
+			p.upper = true
+		}
+	}
+	p.digits = n >= 9
+	p.scheme = strings.Contains(s, "://")
+	p.pem = strings.Contains(s, "-----BEGIN")
+	return p
+}
+
+func (p plausible) allows(re *regexp.Regexp) bool {
+	switch re {
+	case creditCard, usSSN:
+		return p.digits
+	case iban:
+		return p.digits && p.upper
+	case pemBody:
+		return p.pem
+	case urlAuth:
+		return p.scheme && p.at
+	case email:
+		return p.at
+	}
+	return true
+}
 
 // sessionCookies are the cookie names scrubDefaults filters (@anything:filter).
 var sessionCookies = map[string]bool{
@@ -186,7 +279,7 @@ func keyRule(path []string, k string) (string, bool) {
 	if exemptKey(path, k) {
 		return "", false
 	}
-	if passwordKey.MatchString(k) {
+	if passwordKey(k) {
 		return "@password:filter", true
 	}
 	if k == "otp" || k == "two-factor" || k == "two_factor" {
@@ -223,7 +316,7 @@ func scrubString(path []string, s string, meta metaNode) (string, bool) {
 	if isLogentryFormatted(path) {
 		return applyPartial(path, s, replaceRules, meta)
 	}
-	if passwordValue.MatchString(s) {
+	if passwordValue(s) {
 		meta.remark(path, "@password:filter", "s", 0, len(filtered), len(s))
 		return filtered, true
 	}
@@ -233,7 +326,11 @@ func scrubString(path []string, s string, meta metaNode) (string, bool) {
 func applyPartial(path []string, s string, rules []partialRule, meta metaNode) (string, bool) {
 	orig := len(s)
 	changed := false
+	p := scan(s)
 	for _, r := range rules {
+		if !p.allows(r.re) {
+			continue
+		}
 		locs := r.re.FindAllStringSubmatchIndex(s, -1)
 		if len(locs) == 0 {
 			continue
@@ -293,7 +390,7 @@ func scrubLogs(payload []byte) ([]byte, error) {
 		meta := metaNode{}
 		if body, ok := lm["body"].(string); ok {
 			path := []string{"body"}
-			if passwordValue.MatchString(body) {
+			if passwordValue(body) {
 				meta.remark(path, "@password:filter", "s", 0, len(filtered), len(body))
 				lm["body"] = filtered
 			} else if out, changed := applyPartial(path, body, replaceRules, meta); changed {
@@ -307,7 +404,7 @@ func scrubLogs(payload []byte) ([]byte, error) {
 					continue
 				}
 				path := []string{"attributes", name, "value"}
-				if passwordKey.MatchString(name) {
+				if passwordKey(name) {
 					if s, ok := am["value"].(string); ok {
 						meta.remark(path, "@password:filter", "s", 0, len(filtered), len(s))
 					} else {
