@@ -53,6 +53,7 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,6 +148,10 @@ type Server struct {
 	bufs    sync.Pool // *[]byte
 	sums    sync.Pool // *envelope.Summary
 	sampleN atomic.Uint64
+	// slots bounds the requests that hold body buffers at once (reading,
+	// decoding, scanning): that work is CPU-bound, so a few per core lose
+	// nothing, and memory stays under slots × (wire cap + decoded cap).
+	slots chan struct{}
 
 	pendingMu    sync.Mutex
 	pendingSince map[int]time.Time // project index → first request
@@ -216,6 +221,7 @@ func New(cfg Config) (*Server, error) {
 		dec:          compression.NewDecoder(cfg.MaxDecodedBytes),
 		pendingSince: map[int]time.Time{},
 		rng:          mrand.New(mrand.NewPCG(cfg.Seed, 0x6661756c7473)),
+		slots:        make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
 	}
 	s.started = s.now()
 	for i, p := range cfg.Projects {
@@ -561,26 +567,30 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 	if e != nil {
 		return nil, nil, e
 	}
+	s.slots <- struct{}{}
 	bp, e := s.readBody(req)
 	if e != nil {
+		<-s.slots
 		return nil, nil, e
 	}
 	if enc == compression.Identity {
 		body, e = s.decodeBody(c, enc, *bp, nil)
 		if e != nil {
 			s.putBuf(bp)
+			<-s.slots
 			return nil, nil, e
 		}
-		return body, func() { s.putBuf(bp) }, nil
+		return body, func() { s.putBuf(bp); <-s.slots }, nil
 	}
 	op := s.getBuf()
 	body, e = s.decodeBody(c, enc, *bp, op)
 	s.putBuf(bp)
 	if e != nil {
 		s.putBuf(op)
+		<-s.slots
 		return nil, nil, e
 	}
-	return body, func() { s.putBuf(op) }, nil
+	return body, func() { s.putBuf(op); <-s.slots }, nil
 }
 
 // lookupRelay returns the relay with the given id, or nil.

@@ -40,6 +40,8 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 		s.writeError(w, c, newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+projectID))
 		return
 	}
+	s.slots <- struct{}{}
+	defer func() { <-s.slots }()
 	bp, e := s.readBody(req)
 	if e != nil {
 		s.writeError(w, c, e)

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -63,6 +64,8 @@ type Result struct {
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	CPUMicrosPerEnv  float64 `json:"server_cpu_us_per_envelope"`
 	ServerCores      float64 `json:"server_cores"`
+	ClientCPUMicros  float64 `json:"client_cpu_us_per_request"`
+	LoadAverage      string  `json:"load_average"` // /proc/loadavg at the end: how shared the machine was
 	MeanWireBytes    float64 `json:"mean_wire_bytes"`
 	MeanDecodedBytes float64 `json:"mean_decoded_bytes"`
 	Signing          string  `json:"signing"`
@@ -164,9 +167,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	self0 := selfCPU()
 	start := time.Now()
 	res := blast(client, bs, signer, *rate, *duration, *conns)
 	elapsed := time.Since(start)
+	selfUsed := selfCPU() - self0
 	st1, err := proc.Stat()
 	if err != nil {
 		return err
@@ -184,6 +189,12 @@ func run() error {
 		res.CPUMicrosPerEnv = res.ServerCPUSeconds / float64(res.OK) * 1e6
 	}
 	res.ServerCores = res.ServerCPUSeconds / elapsed.Seconds()
+	if res.Sent > 0 {
+		res.ClientCPUMicros = selfUsed.Seconds() / float64(res.Sent) * 1e6
+	}
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		res.LoadAverage = strings.Join(strings.Fields(string(la))[:3], " ")
+	}
 	var w, d float64
 	for _, b := range bs {
 		w += float64(len(b.wire))
@@ -194,6 +205,15 @@ func run() error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// selfCPU is this process's user+system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func buildBodies(ctx context.Context, kind string, ps []projects.Project, n, size int, seed uint64) ([]body, error) {
