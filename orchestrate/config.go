@@ -115,6 +115,10 @@ type Config struct {
 	WorkDir string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
+
+	// settle overrides how long forwarding and outcomes must stand still
+	// for the drain to end (tests shorten it).
+	settle time.Duration
 }
 
 // Harness reports whether the config measures the harness (no Relay).

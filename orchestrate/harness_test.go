@@ -14,8 +14,9 @@ import (
 func quick(rates ...float64) Config {
 	return Config{
 		MaxP99: 30 * time.Second,
-		Rates: rates, Duration: 1500 * time.Millisecond, Warmup: 500 * time.Millisecond, Idle: 300 * time.Millisecond,
-		Projects: 10, PoolSize: 200, Seed: 7, WarmupTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
+		Rates:  rates, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, Idle: 200 * time.Millisecond,
+		Projects: 10, PoolSize: 200, Seed: 7, WarmupTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second,
+		settle: 500 * time.Millisecond,
 	}
 }
 

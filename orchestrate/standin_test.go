@@ -74,7 +74,7 @@ func okVerdict(v string) bool { return v == VerdictKeptUp || v == VerdictHarness
 
 func TestStandinSweep(t *testing.T) {
 	bin := standin(t)
-	cfg := quick(100, 200)
+	cfg := quick(50, 100)
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	cfg.WorkDir = t.TempDir()
 	cfg.StatsDListen = "127.0.0.1:0"
@@ -175,19 +175,19 @@ func TestRelayNeverReady(t *testing.T) {
 func TestRelayKilledMidStep(t *testing.T) {
 	bin := standin(t)
 	marker := filepath.Join(t.TempDir(), "killed-once")
-	// The first Relay started is killed with SIGKILL 1.4 s in (during the
+	// The first Relay started is killed with SIGKILL 1.1 s in (during the
 	// blast); the next step's Relay runs normally.
 	wrapper := script(t, fmt.Sprintf(`if [ -e %[1]q ]; then exec %[2]q "$@"; fi
 touch %[1]q
 %[2]q "$@" &
 child=$!
 trap 'kill -TERM $child; wait $child; exit 0' TERM
-sleep 1.4
+sleep 1.1
 kill -KILL $child
 echo "test: relay killed with SIGKILL" >&2
 exit 137
 `, marker, bin))
-	cfg := quick(100, 100)
+	cfg := quick(50, 50)
 	cfg.Builds = []Build{{Name: "crashy", Bin: wrapper}}
 	cfg.WorkDir = t.TempDir()
 	rep, err := Run(context.Background(), cfg)
@@ -210,7 +210,7 @@ func TestInterruptStopsEverything(t *testing.T) {
 	bin := standin(t)
 	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 2800 * time.Millisecond} {
 		t.Run(after.String(), func(t *testing.T) {
-			cfg := quick(100, 200)
+			cfg := quick(50, 100)
 			cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 			cfg.WorkDir = t.TempDir()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -236,8 +236,9 @@ func TestInterruptStopsEverything(t *testing.T) {
 
 func TestRoundsAndCompare(t *testing.T) {
 	bin := standin(t)
-	cfg := quick(100)
+	cfg := quick(50)
 	cfg.Duration = time.Second
+	cfg.Idle = 0
 	cfg.Rounds = 2
 	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "b", Bin: bin}}
 	cfg.WorkDir = t.TempDir()

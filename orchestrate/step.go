@@ -422,6 +422,9 @@ func (r *runner) drain(ctx context.Context, up *upstream.Server, accepted int64,
 	if r.cfg.Fault != nil {
 		settle = 3 * time.Second // Relay backs off after upstream failures
 	}
+	if r.cfg.settle > 0 {
+		settle = r.cfg.settle
+	}
 	deadline := time.NewTimer(r.cfg.DrainTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
