@@ -23,8 +23,8 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 		w.kstr("module", file[:len(file)-3])
 	case 'j':
 		if p.browser {
-			w.kstr("filename", "app:///assets/"+n+"-"+g.hexID(8)+".js")
-			w.kstr("abs_path", "https://"+g.pickS(hosts)+"/assets/"+n+"-"+g.hexID(8)+".js")
+			w.kstrs("filename", "app:///assets/", n, "-", g.bundle, ".js")
+			w.kstrs("abs_path", "https://", g.host, "/assets/", n, "-", g.bundle, ".js")
 			if g.r.IntN(3) == 0 {
 				w.kstr("function", title(n)+"Page.render")
 			} else {
@@ -50,7 +50,7 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 		w.kstr("function", "(*"+title(g.noun())+"Service)."+title(g.camel()))
 	case 's':
 		w.kstr("function", title(n)+"ViewController."+g.camel()+"()")
-		w.kstr("package", "/private/var/containers/Bundle/Application/"+g.hexID(8)+"/Shop.app/Shop")
+		w.kstrs("package", "/private/var/containers/Bundle/Application/", g.bundle, "/Shop.app/Shop")
 		w.kstr("image_addr", "0x104f4c000")
 		w.kstr("instruction_addr", "0x104f"+g.hexID(5))
 	}
@@ -118,8 +118,8 @@ func (g *gen) libFrame(w *jw, p *platform) {
 		w.kstr("module", f.module)
 	case 'j':
 		if p.browser {
-			w.kstr("filename", "app:///assets/vendor-"+g.hexID(8)+".js")
-			w.kstr("abs_path", "https://"+g.pickS(hosts)+"/assets/vendor-"+g.hexID(8)+".js")
+			w.kstrs("filename", "app:///assets/vendor-", g.bundle, ".js")
+			w.kstrs("abs_path", "https://", g.host, "/assets/vendor-", g.bundle, ".js")
 		} else {
 			w.kstr("filename", f.file)
 			w.kstr("abs_path", f.file)
@@ -199,6 +199,7 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	traceID, spanID := g.uuid(), g.hexID(16)
 	path, route := g.urlPath()
 	host := g.pickS(hosts)
+	g.host, g.bundle = host, g.hexID(8) // one web origin and one app build per event
 	i := c.index
 
 	w := g.payload()

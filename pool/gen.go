@@ -24,13 +24,16 @@ type gen struct {
 	canaries canarySet
 	lb       []byte // line scratch
 	pre      []byte // envelope + item header scratch
+	host     string // the event's web origin
+	bundle   string // the event's JS bundle hash / iOS app container
 	raws     chunks // raw envelopes
 	bodies   chunks // encoded bodies
 }
 
 func newGen(o *Options, agents *agentTable, cs canarySet) *gen {
 	pcg := rand.NewPCG(0, 0)
-	return &gen{o: o, agents: agents, now: float64(o.Now.UnixMilli()) / 1000, pcg: pcg, r: rand.New(pcg), canaries: cs}
+	return &gen{o: o, agents: agents, now: float64(o.Now.UnixMilli()) / 1000, pcg: pcg, r: rand.New(pcg), canaries: cs,
+		bodies: chunks{size: bodyChunk}}
 }
 
 // seed points g.r at the content stream of index i.
@@ -122,7 +125,7 @@ func (g *gen) header(eventID string, sdkName, sdkVersion string, fn func(w *jw))
 // copied into the end of the gap, so the raw envelope is contiguous without
 // copying the payload. Gaps cost < 3% of the pool's memory.
 const (
-	chunkSize  = 8 << 20
+	chunkSize  = 8 << 20   // raw envelopes; encoded bodies use bodyChunk
 	headroom   = 640       // ≥ envelope header + item header of single-item envelopes
 	maxPayload = 256 << 10 // payload room guaranteed before a new chunk is started
 )
@@ -131,13 +134,22 @@ const (
 // never written again.
 type chunks struct {
 	buf  []byte
+	size int   // chunk size; 0 = chunkSize
 	held int64 // bytes of all chunks allocated
 }
+
+// bodyChunk is smaller than chunkSize: bodies are small and need no payload
+// room, and a worker's last, partly used chunk is wasted.
+const bodyChunk = 1 << 20
 
 // room makes sure n more bytes fit in the current chunk.
 func (c *chunks) room(n int) {
 	if cap(c.buf)-len(c.buf) < n {
-		c.buf = make([]byte, 0, max(chunkSize, n))
+		size := c.size
+		if size == 0 {
+			size = chunkSize
+		}
+		c.buf = make([]byte, 0, max(size, n))
 		c.held += int64(cap(c.buf))
 	}
 }
