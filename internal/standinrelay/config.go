@@ -50,6 +50,12 @@ type Config struct {
 	QueryTimeout          time.Duration // limits.query_timeout (30 s)
 	ShutdownTimeout       time.Duration // limits.shutdown_timeout (10 s)
 	MaxEnvelopeSize       int64         // limits.max_envelope_size (200 MiB, decoded)
+	MaxEventSize          int64         // limits.max_event_size (1 MiB; event, transaction)
+	MaxCheckInSize        int64         // limits.max_check_in_size (100 KiB)
+	MaxLogSize            int64         // limits.max_log_size (2 MiB per log; container ≤ max_container_size)
+	MaxContainerSize      int64         // limits.max_container_size (12 MiB)
+	MaxAttachmentSize     int64         // limits.max_attachment_size (200 MiB)
+	MaxSessionCount       int           // limits.max_session_count (100)
 
 	LogLevel LogLevel // logging.level (info)
 
@@ -94,6 +100,12 @@ func DefaultConfig() Config {
 		QueryTimeout:          30 * time.Second,
 		ShutdownTimeout:       10 * time.Second,
 		MaxEnvelopeSize:       200 << 20,
+		MaxEventSize:          1 << 20,
+		MaxCheckInSize:        100 << 10,
+		MaxLogSize:            2 << 20,
+		MaxContainerSize:      12 << 20,
+		MaxAttachmentSize:     200 << 20,
+		MaxSessionCount:       100,
 		LogLevel:              LevelInfo,
 		StatsdPrefix:          "sentry.relay",
 		MaxBufferedEnvelopes:  10_000,
@@ -138,6 +150,12 @@ type fileConfig struct {
 		QueryTimeout          *float64  `yaml:"query_timeout"`
 		ShutdownTimeout       *float64  `yaml:"shutdown_timeout"`
 		MaxEnvelopeSize       yaml.Node `yaml:"max_envelope_size"`
+		MaxEventSize          yaml.Node `yaml:"max_event_size"`
+		MaxCheckInSize        yaml.Node `yaml:"max_check_in_size"`
+		MaxLogSize            yaml.Node `yaml:"max_log_size"`
+		MaxContainerSize      yaml.Node `yaml:"max_container_size"`
+		MaxAttachmentSize     yaml.Node `yaml:"max_attachment_size"`
+		MaxSessionCount       *int      `yaml:"max_session_count"`
 	} `yaml:"limits"`
 	Logging struct {
 		Level string `yaml:"level"`
@@ -247,11 +265,25 @@ func ParseConfig(b []byte) (Config, error) {
 	positive("limits.max_concurrent_queries", f.Limits.MaxConcurrentQueries, &c.MaxConcurrentQueries, false)
 	secs("limits.query_timeout", f.Limits.QueryTimeout, &c.QueryTimeout, time.Second, false)
 	secs("limits.shutdown_timeout", f.Limits.ShutdownTimeout, &c.ShutdownTimeout, time.Second, true)
-	if n, ok, err := parseByteSize(&f.Limits.MaxEnvelopeSize); err != nil {
-		errs = append(errs, fmt.Errorf("limits.max_envelope_size: %w", err))
-	} else if ok {
-		c.MaxEnvelopeSize = n
+	for _, sz := range []struct {
+		name string
+		node *yaml.Node
+		dst  *int64
+	}{
+		{"limits.max_envelope_size", &f.Limits.MaxEnvelopeSize, &c.MaxEnvelopeSize},
+		{"limits.max_event_size", &f.Limits.MaxEventSize, &c.MaxEventSize},
+		{"limits.max_check_in_size", &f.Limits.MaxCheckInSize, &c.MaxCheckInSize},
+		{"limits.max_log_size", &f.Limits.MaxLogSize, &c.MaxLogSize},
+		{"limits.max_container_size", &f.Limits.MaxContainerSize, &c.MaxContainerSize},
+		{"limits.max_attachment_size", &f.Limits.MaxAttachmentSize, &c.MaxAttachmentSize},
+	} {
+		if n, ok, err := parseByteSize(sz.node); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sz.name, err))
+		} else if ok {
+			*sz.dst = n
+		}
 	}
+	positive("limits.max_session_count", f.Limits.MaxSessionCount, &c.MaxSessionCount, false)
 	if f.Logging.Level != "" {
 		l, err := ParseLogLevel(f.Logging.Level)
 		if err != nil {

@@ -303,6 +303,15 @@ func (r *Relay) ingest(w http.ResponseWriter, req *http.Request, start time.Time
 		}
 		env.Items = kept
 	}
+	if typ, ok := r.sizeOffender(env); !ok {
+		if status == projectEnabled {
+			sc := scoping{orgID: st.OrganizationID, projectID: st.ProjectID, key: key}
+			for i := range env.Items {
+				r.emitItemOutcome(sc, &env.Items[i], outcomeInvalid, "too_large:"+typ, 0)
+			}
+		}
+		return r.reject(w, http.StatusRequestEntityTooLarge, "envelope exceeded size limits for type '"+typ+"' (https://develop.sentry.dev/sdk/envelopes/#size-limits)", nil)
+	}
 	if len(env.Items) > 0 {
 		j := &job{key: key, projectID: projectID, env: env, size: len(body), meta: requestMeta{
 			client: auth.client, version: auth.version, userAgent: req.UserAgent(),
@@ -321,6 +330,36 @@ func (r *Relay) ingest(w http.ResponseWriter, req *http.Request, start time.Time
 	}
 	r.stats.countStatus(http.StatusOK)
 	return r.accept(w, eventID)
+}
+
+// sizeOffender checks the per-item limits (Relay's
+// check_envelope_size_limits) and names the first offending item type.
+func (r *Relay) sizeOffender(env *envelope.Envelope) (string, bool) {
+	sessions := 0
+	for i := range env.Items {
+		it := &env.Items[i]
+		n := int64(len(it.Payload))
+		var limit int64
+		switch it.Type {
+		case "event", "transaction":
+			limit = r.cfg.MaxEventSize
+		case "check_in":
+			limit = r.cfg.MaxCheckInSize
+		case "attachment":
+			limit = r.cfg.MaxAttachmentSize
+		case "log", "otel_log":
+			limit = min(r.cfg.MaxContainerSize, r.cfg.MaxLogSize*int64(max(1, it.ItemCount)))
+		case "session", "sessions":
+			sessions++
+			if sessions > r.cfg.MaxSessionCount {
+				return it.Type, false
+			}
+		}
+		if limit > 0 && n > limit {
+			return it.Type, false
+		}
+	}
+	return "", true
 }
 
 func appendLimit(ls []rateLimit, l rateLimit) []rateLimit {

@@ -327,6 +327,7 @@ func TestIngestErrors(t *testing.T) {
 		{"dsn project mismatch", 42, []byte(`{"dsn":"http://` + keyA + `@h/43"}` + "\n" + `{"type":"event","length":2}` + "\n{}\n"), authHeader(keyA), 400, "invalid event envelope"},
 		{"disabled project", 42, good, authHeader(keyB), 403, "event submission rejected with_reason: ProjectState"},
 		{"wrong project id", 43, good, authHeader(keyA), 403, "event submission rejected with_reason: ProjectId"},
+		{"event too large", 42, singleItem("event", `{"a":"`+strings.Repeat("x", 1<<20)+`"}`), authHeader(keyA), 413, "envelope exceeded size limits for type 'event' (https://develop.sentry.dev/sdk/envelopes/#size-limits)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
