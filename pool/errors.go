@@ -74,12 +74,17 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 }
 
 func (g *gen) someVars(w *jw, lang byte, n int) {
-	for j := 0; j < n; j++ {
-		name := g.noun()
+	var names [8]string
+	for j := 0; j < n && j < len(names); j++ {
+		name := g.noun() + suffixes[g.r.IntN(len(suffixes))]
 		if j == 0 && lang == 'p' {
 			name = "self"
 		}
-		w.key(name + suffixes[g.r.IntN(len(suffixes))])
+		if slicesContains(names[:j], name) || name == "api_key" {
+			name += "_" + strconv.Itoa(j)
+		}
+		names[j] = name
+		w.key(name)
 		s, fn := g.varValue(lang)
 		if fn != nil {
 			fn(w)
@@ -304,9 +309,11 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	w.obj("tags")
 	tagKeys := []string{"locale", "customer.tier", "region", "feature.new_checkout", "http.status_code", "shard", "payment.provider", "ab.variant", "page.type", "build.channel"}
 	for j, n := 0, 3+g.r.IntN(6); j < n; j++ {
-		k := tagKeys[g.r.IntN(len(tagKeys))]
-		w.key(k)
-		w.str(g.tagValue(k))
+		// a partial Fisher-Yates shuffle keeps the keys distinct
+		x := j + g.r.IntN(len(tagKeys)-j)
+		tagKeys[j], tagKeys[x] = tagKeys[x], tagKeys[j]
+		w.key(tagKeys[j])
+		w.str(g.tagValue(tagKeys[j]))
 	}
 	w.close()
 
@@ -605,4 +612,13 @@ func (g *gen) contexts(w *jw, p *platform, c *ctx, traceID, spanID string) {
 		w.close()
 	}
 	w.close()
+}
+
+func slicesContains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

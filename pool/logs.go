@@ -92,8 +92,13 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 		if g.r.IntN(3) == 0 {
 			attrStr(w, "sentry.origin", "auto.log."+g.pickS([]string{"stdlib", "console", "logback", "slog", "winston"}))
 		}
+		var custom [4]string
 		for k, m := 0, g.r.IntN(5); k < m; k++ {
 			name := g.noun() + "." + g.pickS([]string{"id", "count", "ms", "enabled", "name", "ratio"})
+			if slicesContains(custom[:k], name) {
+				continue
+			}
+			custom[k] = name
 			w.obj(name)
 			switch name[indexByte(name, '.')+1:] {
 			case "count", "id":

@@ -884,3 +884,60 @@ func TestEntriesDoNotOverlap(t *testing.T) {
 		t.Fatalf("held %d for %d raw bytes", st.HeldBytes, st.RawBytes)
 	}
 }
+
+// TestNoDuplicateKeys: no JSON object in any header or payload repeats a
+// key (parsers disagree on which one wins).
+func TestNoDuplicateKeys(t *testing.T) {
+	if checkDuplicateKeys(json.NewDecoder(strings.NewReader(`{"x":[{"a":1,"b":{"a":2},"a":3}]}`))) == nil {
+		t.Fatal("checker misses a duplicate")
+	}
+	p := mixed(t)
+	for i := range p.Entries {
+		env, err := envelope.Parse(p.Raw(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := [][]byte{env.Header}
+		for _, it := range env.Items {
+			docs = append(docs, it.Header, it.Payload)
+		}
+		for _, d := range docs {
+			if err := checkDuplicateKeys(json.NewDecoder(bytes.NewReader(d))); err != nil {
+				t.Fatalf("%d (%s): %v", i, p.Entries[i].Kind, err)
+			}
+		}
+	}
+}
+
+func checkDuplicateKeys(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			if seen[k.(string)] {
+				return errors.New("duplicate key " + k.(string))
+			}
+			seen[k.(string)] = true
+			if err := checkDuplicateKeys(dec); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		for dec.More() {
+			if err := checkDuplicateKeys(dec); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	}
+	return err
+}
