@@ -99,6 +99,49 @@ func benchSink(b *testing.B, signed bool) {
 func BenchmarkSinkHandler(b *testing.B) {
 	b.Run("sdk", func(b *testing.B) { benchSink(b, false) })
 	b.Run("relay-signed-cached", func(b *testing.B) { benchSink(b, true) })
+	b.Run("parallel", benchSinkParallel)
+}
+
+// benchSinkParallel runs the sink from GOMAXPROCS goroutines: ns/op is the
+// inverse of the in-process envelope rate the machine can sink.
+func benchSinkParallel(b *testing.B) {
+	ps, _ := projects.Generate(1, 100)
+	srv, err := New(Config{Projects: ps})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bodies := make([][]byte, 16)
+	for i := range bodies {
+		p := ps[i]
+		bodies[i] = encode(b, compression.Zstd, envelopeBody(p, eventID, item("event", string(eventPayload(10<<10, i)))))
+	}
+	h := srv.Handler()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req := httptest.NewRequest("POST", "/", nil)
+		req.Header.Set("Content-Encoding", "zstd")
+		rb := &rewindBody{}
+		w := &nullWriter{h: http.Header{}}
+		i := 0
+		for pb.Next() {
+			p := ps[i%len(bodies)]
+			req.URL.Path = p.EnvelopePath()
+			req.Header.Set("X-Sentry-Auth", p.AuthHeader("bench"))
+			rb.Reset(bodies[i%len(bodies)])
+			req.Body = rb
+			h.ServeHTTP(w, req)
+			if w.status != 200 {
+				b.Errorf("status %d", w.status)
+				return
+			}
+			i++
+		}
+	})
+	b.StopTimer()
+	if st := srv.Stats(); st.Envelopes != int64(b.N) {
+		b.Fatalf("counted %d of %d", st.Envelopes, b.N)
+	}
 }
 
 // TestSinkHandlerAllocs: once warm, the sink path (decode, scan, count,
