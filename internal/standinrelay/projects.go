@@ -132,17 +132,21 @@ func (c *projectCache) run(ctx context.Context) {
 		case <-c.wake:
 		}
 		retry = nil
-		if err := c.r.auth.wait(ctx); err != nil {
-			if errors.Is(err, errAuthDenied) {
-				c.failAll()
-			}
+		authErr := c.r.auth.wait(ctx)
+		if authErr != nil && !errors.Is(authErr, errAuthDenied) {
 			return
 		}
 		if !sleep(ctx, c.r.cfg.BatchInterval) { // debounce
 			return
 		}
 		keys, next := c.takeDue(time.Now())
-		if len(keys) > 0 {
+		switch {
+		case len(keys) == 0:
+		case authErr != nil:
+			// After a relay stop every query fails at once; keys back off
+			// until query_timeout and end up disabled, as in Relay.
+			c.requeueFailed(keys, time.Now())
+		default:
 			c.fetchRound(ctx, keys)
 		}
 		c.mu.Lock()
@@ -345,24 +349,6 @@ func (c *projectCache) requeueFailed(keys []string, now time.Time) {
 			}
 		}
 	}
-	c.mu.Unlock()
-	for _, k := range resolved {
-		c.r.projectResolved(k, false)
-	}
-}
-
-// failAll resolves every queued key as disabled (after a relay stop).
-func (c *projectCache) failAll() {
-	now := time.Now()
-	var resolved []string
-	c.mu.Lock()
-	for k, e := range c.entries {
-		if e.queued {
-			c.resolveLocked(e, nil, now)
-			resolved = append(resolved, k)
-		}
-	}
-	c.queue = nil
 	c.mu.Unlock()
 	for _, k := range resolved {
 		c.r.projectResolved(k, false)

@@ -122,10 +122,20 @@ func TestReauthInterval(t *testing.T) {
 
 func TestRelayStopIsPermanent(t *testing.T) {
 	up := newTestUpstream(t)
+	up.project(keyA, 42, 7, "r")
 	up.challengeHook = func(int) (int, string) { return 403, `{"detail":"go away","relay":"stop"}` }
-	s := startStandin(t, baseConfig(up.srv.URL))
+	cfg := strings.Replace(baseConfig(up.srv.URL), "logging:", "limits:\n  query_timeout: 1\n  shutdown_timeout: 0.2\nlogging:", 1)
+	s := startStandin(t, cfg)
 	waitFor(t, 5*time.Second, "auth denied", func() bool { return s.Stats().Auth == "denied" })
-	time.Sleep(1500 * time.Millisecond) // longer than the first backoff
+	// Envelopes are taken while the project "loads"; its fetch can only fail,
+	// so after query_timeout the project counts as disabled.
+	if status, _, _ := post(t, envURL(s, 42), singleItem("check_in", `{}`), authHeader(keyA)); status != 200 {
+		t.Errorf("ingest after relay stop: %d", status)
+	}
+	waitFor(t, 5*time.Second, "project disabled after query_timeout", func() bool { st, _ := s.projects.status(keyA); return st == projectDisabled })
+	if status, _, _ := post(t, envURL(s, 42), singleItem("check_in", `{}`), authHeader(keyA)); status != 403 {
+		t.Errorf("ingest for the now disabled project: %d", status)
+	}
 	up.mu.Lock()
 	ch, g, p := up.challenges, up.globalReqs, len(up.projectReqs)
 	up.mu.Unlock()
