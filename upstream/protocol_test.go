@@ -316,8 +316,10 @@ func TestProjectConfigsDefaultsHaveNoQuotasOrFilters(t *testing.T) {
 }
 
 func TestPendingFor(t *testing.T) {
-	if _, err := New(Config{Projects: newFixture(t, nil).ps, PendingFor: 26 * time.Second}); err == nil {
-		t.Fatal("pending-for 26s accepted")
+	for _, d := range []time.Duration{-time.Second, 25 * time.Second, 26 * time.Second} {
+		if _, err := New(Config{Projects: newFixture(t, nil).ps, PendingFor: d}); err == nil {
+			t.Fatalf("pending-for %s accepted", d)
+		}
 	}
 	f := newFixture(t, func(c *Config) { c.PendingFor = 5 * time.Second })
 	r := newRelay(t)

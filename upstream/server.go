@@ -71,9 +71,9 @@ const (
 	DefaultRegistrationMaxAge = 60 * time.Second
 	DefaultMaxWireBytes       = 20 << 20 // Relay's max_api_payload_size
 	DefaultMaxDecodedBytes    = 16 << 20
-	// MaxPendingFor is the longest --pending-for allowed: Relay abandons a
-	// key still pending after limits.query_timeout (30 s) and caches the
-	// project as disabled.
+	// MaxPendingFor bounds --pending-for (which must stay below it): Relay
+	// abandons a key still pending after limits.query_timeout (30 s) and
+	// caches the project as disabled.
 	MaxPendingFor = 25 * time.Second
 	// MaxKeysPerRequest caps publicKeys in one project-config request
 	// (Relay's cache.batch_size default is 500).
@@ -109,7 +109,7 @@ type Config struct {
 	TokenSecret []byte
 
 	// PendingFor answers each project key as pending until this long after
-	// it was first requested (0: never pending; at most MaxPendingFor).
+	// it was first requested (0: never pending; under MaxPendingFor).
 	PendingFor time.Duration
 	// Quotas are added verbatim to every project config's "quotas".
 	Quotas []json.RawMessage
@@ -201,8 +201,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.VerifyEnvelopeEvery < 1 {
 		cfg.VerifyEnvelopeEvery = 1
 	}
-	if cfg.PendingFor < 0 || cfg.PendingFor > MaxPendingFor {
-		return nil, fmt.Errorf("upstream: pending-for %s out of range 0..%s (Relay gives up on pending keys after 30 s)", cfg.PendingFor, MaxPendingFor)
+	if cfg.PendingFor < 0 || cfg.PendingFor >= MaxPendingFor {
+		return nil, fmt.Errorf("upstream: pending-for %s must be ≥ 0 and under %s (Relay gives up on pending keys after 30 s)", cfg.PendingFor, MaxPendingFor)
 	}
 	for i, q := range cfg.Quotas {
 		var obj map[string]any

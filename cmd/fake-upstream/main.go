@@ -150,8 +150,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *verifyEvery < 1 {
 		return usageError{fmt.Errorf("--verify-envelope-every %d: want ≥ 1", *verifyEvery)}
 	}
-	if *pendingFor < 0 || *pendingFor > upstream.MaxPendingFor {
-		return usageError{fmt.Errorf("--pending-for %s: want 0..%s (Relay abandons keys pending for 30 s)", *pendingFor, upstream.MaxPendingFor)}
+	if *pendingFor < 0 || *pendingFor >= upstream.MaxPendingFor {
+		return usageError{fmt.Errorf("--pending-for %s: want ≥ 0 and under %s (Relay abandons keys pending for 30 s)", *pendingFor, upstream.MaxPendingFor)}
 	}
 	if len(credFiles) > 0 {
 		cfg.AllowList = true
