@@ -2,6 +2,7 @@ package compression
 
 import (
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -41,6 +42,7 @@ func BenchmarkDecode(b *testing.B) {
 			buf := make([]byte, 0, 64<<10)
 			b.SetBytes(int64(len(benchBody)))
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				var err error
 				buf, err = dec.Decode(c.enc, c.comp, buf)
@@ -48,6 +50,7 @@ func BenchmarkDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, processCPU()-cpu0, len(benchBody))
 			if len(buf) != len(benchBody) {
 				b.Fatalf("decoded %d bytes", len(buf))
 			}
@@ -105,6 +108,7 @@ func BenchmarkEncode(b *testing.B) {
 			buf := make([]byte, 0, 64<<10)
 			b.SetBytes(int64(len(benchBody)))
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				var err error
 				buf, err = enc.Encode(e, benchBody, buf)
@@ -112,6 +116,7 @@ func BenchmarkEncode(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, processCPU()-cpu0, len(benchBody))
 			b.ReportMetric(float64(len(buf)), "wire-bytes")
 		})
 	}
@@ -130,10 +135,23 @@ func BenchmarkZstdLibraryBaseline(b *testing.B) {
 	buf := make([]byte, 0, 64<<10)
 	b.SetBytes(int64(len(benchBody)))
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for b.Loop() {
 		buf, err = zd.DecodeAll(comp, buf[:0])
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, processCPU()-cpu0, len(benchBody))
+}
+
+// reportCPU adds CPU time per operation and the throughput it implies per
+// core (uncompressed bytes). Includes GC work, which is part of the cost.
+func reportCPU(b *testing.B, cpu time.Duration, bytesPerOp int) {
+	if cpu <= 0 || b.N == 0 {
+		return
+	}
+	perOp := float64(cpu.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(perOp, "cpu-ns/op")
+	b.ReportMetric(float64(bytesPerOp)/perOp*1e3, "cpu-MB/s")
 }
