@@ -109,8 +109,8 @@ func TestFaultReset(t *testing.T) {
 	if !isNetworkError(err) {
 		t.Errorf("error %v is not a network error", err)
 	}
-	if st := f.srv.Stats(); st.Faults["reset"] != 1 || st.Envelopes != 0 {
-		t.Errorf("faults %v", st.Faults)
+	if st := f.srv.Stats(); st.Faults["reset"] != 1 || st.Envelopes != 0 || st.Requests["envelope"]["0"] != 1 {
+		t.Errorf("faults %v requests %v", st.Faults, st.Requests)
 	}
 }
 

@@ -393,11 +393,9 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 				s.writeError(w, c, newError(http.StatusInternalServerError, "panic", "internal error", fmt.Sprint(p)))
 			}
 		}
-		status := w.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		if status > 0 && status < 600 {
+		// Status 0: the connection was dropped without an answer (reset
+		// and outage faults).
+		if status := w.status; status >= 0 && status < 600 {
 			c.requests[r][status].Add(1)
 		}
 		w.ResponseWriter = nil
