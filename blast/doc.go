@@ -27,9 +27,12 @@
 //
 // # Recording
 //
-// Every worker goroutine owns a recorder with three DDSketches (α = 0.01,
-// values in ms; sketches-go is not safe for concurrent use) and exact
-// counters; they are merged once at the end. Per-second windows (by actual
+// Workers record into 16 striped recorders, each with a mutex, three
+// DDSketches (α = 0.01, values in ms; sketches-go is not safe for
+// concurrent use) and exact counters; they are merged once at the end.
+// Striping instead of one recorder per worker keeps memory fixed when an
+// overload spawns thousands of workers, and the lock is practically never
+// contended. Per-second windows (by actual
 // send time; drops by intended time) keep counts and a latency sketch for
 // charts and for the ±1% per-second rate check. The hot path — send with
 // the fasthttp client and record — makes no allocations (TestHotPathAllocs).

@@ -46,6 +46,11 @@ type Result struct {
 	Dropped   int64 `json:"dropped"`   // slots not started: MaxInflight reached
 	Abandoned int64 `json:"abandoned"` // still in flight when a cancelled run gave up
 
+	// PeakInflight is the most requests in flight when a slot was released;
+	// Workers the sender goroutines (and connections) that needed.
+	PeakInflight int64 `json:"peak_inflight"`
+	Workers      int   `json:"workers"`
+
 	WarmupSent    int64 `json:"warmup_sent"`
 	WarmupOK      int64 `json:"warmup_ok"`
 	WarmupDropped int64 `json:"warmup_dropped"`
@@ -211,6 +216,8 @@ func Merge(rs ...*Result) (*Result, error) {
 		out.Concurrency += r.Concurrency
 		out.Parts += max(r.Parts, 1)
 		out.Elapsed = max(out.Elapsed, r.Elapsed)
+		out.PeakInflight += r.PeakInflight // an upper bound: peaks need not coincide
+		out.Workers += r.Workers
 		out.Warmup = max(out.Warmup, r.Warmup)
 		out.Scheduled += r.Scheduled
 		out.Sent += r.Sent
@@ -338,7 +345,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	if r.Scheduled > 0 {
 		dropPct = 100 * float64(r.Dropped) / float64(r.Scheduled)
 	}
-	p("dropped\t%d (%.3f%%)", r.Dropped, dropPct)
+	p("dropped\t%d (%.3f%%)\tpeak in flight %d, %d workers", r.Dropped, dropPct, r.PeakInflight, r.Workers)
 	if r.Abandoned > 0 {
 		p("abandoned\t%d", r.Abandoned)
 	}

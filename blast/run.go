@@ -32,10 +32,12 @@ type runner struct {
 	inflight atomic.Int64 // released and not yet recorded
 	started  atomic.Int64 // measured (non-warm-up) slots handed to a sender
 	workers  int          // started worker goroutines; pacer goroutine only
+	peak     int64        // most requests in flight at a release; pacer only
 	wg       sync.WaitGroup
 
-	recMu sync.Mutex
-	recs  []*recorder // one per worker, plus the pacer's (drops)
+	recMu   sync.Mutex
+	recs    []*recorder // all recorders: the stripes and the pacer's (drops)
+	stripes []*recorder // worker i records into stripes[i % len]
 
 	winMu   sync.Mutex
 	windows []*window // indexed by second since start (warm-up included)
@@ -85,6 +87,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.sched.end = min(r.sched.end, r.sched.warm+cfg.Count)
 	}
 
+	for range recorderStripes {
+		r.stripes = append(r.stripes, r.newRecorder())
+	}
 	r.clock = cfg.clock
 	if r.clock == nil {
 		r.clock = newRealClock()
@@ -125,6 +130,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Start = startWall
 	res.Interrupted = interrupted
 	res.Elapsed = r.measuredElapsed(sendEnd, next)
+	res.PeakInflight, res.Workers = r.peak, r.workers
+	if cfg.Rate == 0 {
+		res.PeakInflight, res.Workers = int64(cfg.Concurrency), cfg.Concurrency
+	}
 	res.finish()
 	return res, nil
 }
@@ -161,7 +170,9 @@ func (r *runner) release(pacerRec *recorder, j job) {
 		pacerRec.drop(r, j)
 		return
 	}
-	r.inflight.Add(1)
+	if n := r.inflight.Add(1); n > r.peak {
+		r.peak = n
+	}
 	if !j.warm {
 		r.started.Add(1)
 	}
@@ -171,9 +182,10 @@ func (r *runner) release(pacerRec *recorder, j job) {
 	default:
 	}
 	if r.workers < r.cfg.MaxInflight {
+		rec := r.stripes[r.workers%len(r.stripes)]
 		r.workers++
 		r.wg.Add(1)
-		go r.worker(j)
+		go r.worker(rec, j)
 		return
 	}
 	// Every worker exists and fewer than MaxInflight requests are out, so
@@ -181,9 +193,8 @@ func (r *runner) release(pacerRec *recorder, j job) {
 	r.work <- j
 }
 
-func (r *runner) worker(first job) {
+func (r *runner) worker(rec *recorder, first job) {
 	defer r.wg.Done()
-	rec := r.newRecorder()
 	s := r.client.newSender()
 	j, ok := first, true
 	for ok {
@@ -210,11 +221,11 @@ func (r *runner) do(rec *recorder, s sender, j job) {
 func (r *runner) closedLoop(ctx context.Context) int64 {
 	var claimed atomic.Int64 // this shard's slots claimed so far
 	limit := r.cfg.Warmup + r.cfg.Duration
-	for range r.cfg.Concurrency {
+	for i := range r.cfg.Concurrency {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			rec := r.newRecorder()
+			rec := r.stripes[i%len(r.stripes)]
 			s := r.client.newSender()
 			for ctx.Err() == nil {
 				now := r.clock.Now()
