@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -82,6 +83,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		grace        = fs.Duration("grace", 0, "on SIGINT, wait this long for requests in flight (default --timeout)")
 		client       = fs.String("client", blast.ClientFastHTTP, "HTTP client: fasthttp or net/http")
 		sdkClient    = fs.String("sdk-client", blast.DefaultSDKClient, "sentry_client in X-Sentry-Auth")
+		cpuProfile   = fs.String("cpuprofile", "", "write a CPU profile of the sending phase to this file")
 	)
 	if err := parse(fs, args, stdout); err != nil {
 		return err
@@ -173,7 +175,20 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	if *progress || isTerminal(os.Stderr) {
 		cfg.Progress = stderr
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	res, err := blast.Run(ctx, cfg)
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}
