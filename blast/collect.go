@@ -78,6 +78,22 @@ func (r *runner) collect() *Result {
 	return res
 }
 
+// flushBefore moves every recorder's local window older than second sec
+// into the shared table, so the progress line sees complete seconds.
+func (r *runner) flushBefore(sec int) {
+	r.recMu.Lock()
+	recs := r.recs
+	r.recMu.Unlock()
+	for _, rec := range recs {
+		rec.mu.Lock()
+		if rec.winIdx >= 0 && rec.winIdx < sec {
+			rec.flushWindow(r)
+			rec.winIdx = -1
+		}
+		rec.mu.Unlock()
+	}
+}
+
 // startProgress prints one line a second to cfg.Progress until the returned
 // function is called.
 func (r *runner) startProgress() (stop func()) {
@@ -102,6 +118,7 @@ func (r *runner) startProgress() (stop func()) {
 				rate := float64(sent-lastSent) / now.Sub(last).Seconds()
 				lastSent, last = sent, now
 				sec := int(r.clock.Now()/time.Second) - 1 // last complete second
+				r.flushBefore(sec + 1)
 				var p99 time.Duration
 				r.winMu.Lock()
 				if sec >= 0 && sec < len(r.windows) {

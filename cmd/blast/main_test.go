@@ -171,7 +171,7 @@ func TestInterrupt(t *testing.T) {
 	}
 	// Wait for traffic, then interrupt.
 	deadline := time.Now().Add(20 * time.Second)
-	for n.Load() < 200 && time.Now().Before(deadline) {
+	for n.Load() < 700 && time.Now().Before(deadline) { // past the first progress line
 		time.Sleep(20 * time.Millisecond)
 	}
 	start := time.Now()
@@ -186,6 +186,9 @@ func TestInterrupt(t *testing.T) {
 	r, err := blast.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(e.String(), "rate ") || !strings.Contains(e.String(), " p99 ") {
+		t.Errorf("no progress line on stderr:\n%s", e.String())
 	}
 	if !r.Interrupted || r.Sent < 200 || r.Sent != n.Load() || !strings.Contains(o.String(), "interrupted") {
 		t.Fatalf("interrupted %v sent %d server %d\n%s", r.Interrupted, r.Sent, n.Load(), o.String())
