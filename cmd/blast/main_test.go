@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/projects"
+	"github.com/relayload/relayload/upstream"
 )
 
 var binary string
@@ -192,5 +194,36 @@ func TestInterrupt(t *testing.T) {
 	}
 	if !r.Interrupted || r.Sent < 200 || r.Sent != n.Load() || !strings.Contains(o.String(), "interrupted") {
 		t.Fatalf("interrupted %v sent %d server %d\n%s", r.Interrupted, r.Sent, n.Load(), o.String())
+	}
+}
+
+// --projects-from takes the projects a fake upstream serves; the upstream
+// then accepts every envelope (its keys are known).
+func TestProjectsFromUpstream(t *testing.T) {
+	ps, err := projects.Generate(99, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := upstream.New(upstream.Config{Projects: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(up.Handler())
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	_, stderr, code := runBlast(t, "--target", srv.URL, "--projects-from", srv.URL+"/projects", "--seed", "5",
+		"--count", "150", "--rate", "1500", "--pool", "60", "--timeout", "30s", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r, err := blast.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := up.Stats(); r.OK != 150 || st.Envelopes != 150 {
+		t.Fatalf("blast ok %d (%v), upstream accepted %d (errors %v)", r.OK, r.ByStatus, st.Envelopes, st.Errors)
+	}
+	if _, stderr, code := runBlast(t, "--target", srv.URL, "--projects-from", srv.URL+"/nothing", "--count", "5"); code == 0 {
+		t.Fatalf("bad --projects-from succeeded: %s", stderr)
 	}
 }
