@@ -70,14 +70,14 @@ func NewDecoder(maxDecoded int64) *Decoder {
 	if maxDecoded <= 0 {
 		maxDecoded = DefaultMaxDecoded
 	}
-	// The hard bound on zstd output is WithDecodeAllCapLimit: DecodeAll never
-	// writes past cap(dst), and decodeZstd never hands it more than
-	// maxDecoded+zstdSlack of capacity. The decoder's own size limit, which
-	// also bounds the declared window (klauspost clamps the window to it), is
-	// kept at least 8 MiB, the window the zstd format says every decoder
-	// should support: in DecodeAll the window is the output buffer itself, so
-	// a large declared window costs nothing, and a small cap must not refuse
-	// small frames that merely declare a 1 KiB+ window.
+	// The hard bound on zstd output is WithDecodeAllCapLimit: DecodeAll stops
+	// once its output passes cap(dst), and decodeZstd never hands it more
+	// than maxDecoded plus one block of capacity. The decoder's own size
+	// limit, which also bounds the declared window (klauspost clamps the
+	// window to it), is kept at least 8 MiB, the window the zstd format says
+	// every decoder should support: in DecodeAll the window is the output
+	// buffer itself, so a large declared window costs nothing, and a small
+	// cap must not refuse small frames that merely declare a 1 KiB+ window.
 	zmax := zmaxOf(maxDecoded)
 	zd, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0), // GOMAXPROCS concurrent DecodeAll calls
@@ -151,9 +151,10 @@ const zstdBlock = 128<<10 + zstdSlack
 // starts from cap(dst) or a guess and grows 4× at a time, decoding again, while DecodeAll
 // fails near the end of the buffer. With the cap limit, klauspost reports a
 // block that does not fit either as ErrDecoderSizeExceeded or as an "output
-// bigger than max block size" error, so any error within one block of the
-// buffer's end is treated as "may need more room" until the buffer is at its
-// largest; only then is it ErrTooLarge or ErrCorrupt. Callers that pass a
+// bigger than max block size" error, so an error that is not structural
+// corruption, within one block of the buffer's end, is treated as "may need
+// more room" until the buffer is at its largest; only then is it ErrTooLarge
+// or ErrCorrupt. Callers that pass a
 // reused dst with enough capacity decode once, with no allocations.
 func (d *Decoder) decodeZstd(src, dst []byte) ([]byte, error) {
 	if len(src) == 0 {
@@ -191,8 +192,12 @@ func (d *Decoder) decodeZstd(src, dst []byte) ([]byte, error) {
 			dst = out // keep a larger buffer the decoder made
 		}
 		sizeErr := errors.Is(err, zstd.ErrDecoderSizeExceeded)
-		nearEnd := cap(dst)-len(out) < zstdBlock
-		if (sizeErr || nearEnd) && cap(dst) < limit {
+		// Growing is worth it only if the failing block may simply not
+		// have fit: the error is not one of klauspost's structural ones,
+		// and the output reached within one block of the buffer's end. So
+		// junk input fails at once, and growth follows real progress.
+		roomErr := !sizeErr && !zstdCorruption(err) && cap(dst)-len(out) < zstdBlock
+		if (sizeErr || roomErr) && cap(dst) < limit {
 			want = min(4*cap(dst), limit) // each retry decodes again: grow fast
 			continue
 		}
@@ -202,6 +207,22 @@ func (d *Decoder) decodeZstd(src, dst []byte) ([]byte, error) {
 		}
 		return truncate(out, d.max), fmt.Errorf("%w: zstd: %w", ErrCorrupt, err)
 	}
+}
+
+// zstdCorruption reports whether err is one of the zstd errors that mean
+// the input is malformed whatever the buffer size.
+func zstdCorruption(err error) bool {
+	for _, e := range []error{
+		zstd.ErrMagicMismatch, zstd.ErrReservedBlockType, zstd.ErrCompressedSizeTooBig,
+		zstd.ErrBlockTooSmall, zstd.ErrUnexpectedBlockSize, zstd.ErrWindowSizeExceeded,
+		zstd.ErrWindowSizeTooSmall, zstd.ErrUnknownDictionary, zstd.ErrFrameSizeExceeded,
+		zstd.ErrFrameSizeMismatch, zstd.ErrCRCMismatch, io.ErrUnexpectedEOF,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func zmaxOf(m int64) uint64 { return max(uint64(m)+zstdSlack, 8<<20) }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -573,4 +574,42 @@ func zstdStream(t testing.TB, src []byte, size int64) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestCorruptZstdDoesNotGrow checks that junk or early-broken zstd input
+// fails without growing the output buffer towards the cap: growth is only
+// for output that reached the buffer's end.
+func TestCorruptZstdDoesNotGrow(t *testing.T) {
+	dec := NewDecoder(64 << 20)
+	good, _ := NewEncoder().Encode(Zstd, testBody(4, 10<<10), nil)
+	stream := zstdStream(t, testBody(4, 10<<10), -1)
+	bodies := map[string][]byte{
+		"bad magic":        flip(good, 0),
+		"random":           randomBytes(3, 3000),
+		"truncated":        good[:len(good)/2],
+		"stream truncated": stream[:len(stream)/2],
+		"stream flipped":   flip(stream, len(stream)/2),
+		"bad checksum":     flip(good, len(good)-1),
+	}
+	for name, body := range bodies {
+		buf := make([]byte, 0, 64<<10)
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_, err := dec.Decode(Zstd, body, buf)
+		runtime.ReadMemStats(&m1)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+		// Structural errors (magic, checksum, truncation) never grow the
+		// buffer; a broken sequence may look like lack of room and grow it
+		// once past one block (128 KiB), never towards the 64 MiB cap.
+		limit := uint64(64 << 10)
+		if name == "stream flipped" {
+			limit = 1 << 20
+		}
+		if a := m1.TotalAlloc - m0.TotalAlloc; a > limit {
+			t.Errorf("%s: allocated %d bytes to reject a %d-byte body", name, a, len(body))
+		}
+	}
 }
