@@ -130,6 +130,7 @@ func benchSinkParallel(b *testing.B) {
 			req.Header.Set("X-Sentry-Auth", p.AuthHeader("bench"))
 			rb.Reset(bodies[i%len(bodies)])
 			req.Body = rb
+			req.ContentLength = int64(len(bodies[i%len(bodies)]))
 			h.ServeHTTP(w, req)
 			if w.status != 200 {
 				b.Errorf("status %d", w.status)
@@ -160,6 +161,7 @@ func TestSinkHandlerAllocs(t *testing.T) {
 	req := httptest.NewRequest("POST", p.EnvelopePath(), nil)
 	req.Header.Set("Content-Encoding", "zstd")
 	req.Header.Set("X-Sentry-Auth", p.AuthHeader("t"))
+	req.ContentLength = int64(len(body))
 	rb := &rewindBody{}
 	w := &nullWriter{h: http.Header{}}
 	h := srv.Handler()

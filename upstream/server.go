@@ -50,6 +50,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
@@ -462,39 +463,44 @@ func (s *Server) readBody(req *http.Request) (*[]byte, *httpError) {
 			fmt.Sprintf("Content-Length %d > limit %d", req.ContentLength, s.cfg.MaxWireBytes))
 	}
 	bp := s.getBuf()
-	b := (*bp)[:0]
-	if req.ContentLength > 0 && int64(cap(b)) < req.ContentLength {
-		b = make([]byte, 0, req.ContentLength)
+	if n := req.ContentLength; n >= 0 {
+		// Known length: net/http's body reader ends exactly there.
+		if int64(cap(*bp)) < n {
+			s.putBuf(bp)
+			b := make([]byte, 0, n)
+			bp = &b
+		}
+		b := (*bp)[:n]
+		if _, err := io.ReadFull(req.Body, b); err != nil {
+			s.putBuf(bp)
+			return nil, newError(http.StatusBadRequest, "body_read_error", "reading the request body failed", err.Error())
+		}
+		*bp = b
+		return bp, nil
 	}
+	// Unknown length (chunked): read up to the cap plus one byte.
+	b := (*bp)[:0]
 	limit := int(s.cfg.MaxWireBytes)
 	for {
 		if len(b) == cap(b) {
-			if len(b) > limit {
-				break
-			}
 			b = append(b, 0)[:len(b)]
 		}
 		n, err := req.Body.Read(b[len(b):min(cap(b), limit+1)])
 		b = b[:len(b)+n]
+		*bp = b
+		if len(b) > limit {
+			s.putBuf(bp)
+			return nil, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
+				fmt.Sprintf("more than %d bytes", s.cfg.MaxWireBytes))
+		}
+		if errors.Is(err, io.EOF) {
+			return bp, nil
+		}
 		if err != nil {
-			*bp = b
-			if errors.Is(err, errEOF) {
-				if len(b) > limit {
-					break
-				}
-				return bp, nil
-			}
 			s.putBuf(bp)
 			return nil, newError(http.StatusBadRequest, "body_read_error", "reading the request body failed", err.Error())
 		}
-		if len(b) > limit {
-			break
-		}
 	}
-	*bp = b
-	s.putBuf(bp)
-	return nil, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
-		fmt.Sprintf("more than %d bytes", s.cfg.MaxWireBytes))
 }
 
 // maxPooledBuf keeps huge one-off bodies from pinning memory in the pool.

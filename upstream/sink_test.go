@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -435,5 +436,34 @@ func TestSignatureCacheBounded(t *testing.T) {
 	}
 	if _, ok := rl.sigs.Load(fresh); !ok {
 		t.Fatal("fresh signature not cached")
+	}
+}
+
+func TestChunkedBodies(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.MaxWireBytes = 64 << 10 })
+	p := f.ps[0]
+	post := func(body []byte) int {
+		// A reader of unknown length makes the client send chunked.
+		req, _ := http.NewRequest("POST", f.http.URL+p.EnvelopePath(), io.MultiReader(bytes.NewReader(body)))
+		req.Header.Set("X-Sentry-Auth", p.AuthHeader("t"))
+		resp, err := f.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if len(resp.TransferEncoding) != 0 || req.ContentLength != 0 {
+			t.Fatalf("request was not chunked")
+		}
+		return resp.StatusCode
+	}
+	if got := post(envelopeBody(p, "", item("event", "{}"))); got != 200 {
+		t.Errorf("small chunked body: %d", got)
+	}
+	big := envelopeBody(p, "", item("attachment", strings.Repeat("x", 70<<10)))
+	if got := post(big); got != 413 {
+		t.Errorf("chunked body over the cap: %d", got)
+	}
+	if st := f.srv.Stats(); st.Envelopes != 1 || st.Errors["too_large_wire"] != 1 {
+		t.Errorf("envelopes %d errors %v", st.Envelopes, st.Errors)
 	}
 }
