@@ -13,7 +13,14 @@
 //   - gzip, zlib, raw deflate and brotli readers are kept in sync.Pools and
 //     re-armed with Reset, which saves their 40–80 KB of tables per request.
 //   - Encoders are reused the same way: one zstd.Encoder used with EncodeAll,
-//     pooled gzip/zlib/brotli writers.
+//     pooled gzip/zlib/brotli writers. Output depends only on the input, not
+//     on what a pooled writer encoded before (see encode.go for why brotli
+//     uses the matchfinder writer).
+//
+// Both Decode and Encode append to dst[:0] and return the result; a caller
+// that keeps the returned slice and passes it back next time decodes with no
+// allocations (zstd, gzip, deflate; brotli's reader allocates a few small
+// tables per stream). Decoder and Encoder are safe for concurrent use.
 //
 // # Limits
 //

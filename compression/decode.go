@@ -324,25 +324,34 @@ func (d *Decoder) decodeRawDeflate(src, dst []byte) ([]byte, error) {
 	return out, nil
 }
 
+// brotliPoolMax is the largest decoded size after which a brotli reader
+// goes back to the pool. The reader keeps its ring buffer, which grows with
+// the stream up to its window (up to 16 MiB); readers that decoded more are
+// left to the garbage collector so idle pools stay small.
+const brotliPoolMax = 1 << 20
+
 func (d *Decoder) decodeBrotli(src, dst []byte) ([]byte, error) {
 	if len(src) == 0 {
 		return dst, errEmpty(Brotli)
 	}
 	b := d.br.Get().(*brotliReader)
-	defer d.br.Put(b)
 	b.src.Reset(src)
-	defer b.src.Reset(nil)
 	_ = b.r.Reset(&b.src) // always nil
 	out, err := d.readAll(&b.r, dst, 0, len(src))
-	if err != nil {
-		return out, d.wrap(Brotli, err)
+	if err == nil {
+		// The brotli reader reports bytes after the end of the stream as
+		// "excessive input" itself; this guards against it leaving some unread.
+		if n := b.src.Len(); n > 0 {
+			err = fmt.Errorf("%w: br: %d trailing bytes after the stream", ErrCorrupt, n)
+		}
+	} else {
+		err = d.wrap(Brotli, err)
 	}
-	// The brotli reader reports bytes after the end of the stream as
-	// "excessive input" itself; this guards against it having left some unread.
-	if n := b.src.Len(); n > 0 {
-		return out, fmt.Errorf("%w: br: %d trailing bytes after the stream", ErrCorrupt, n)
+	b.src.Reset(nil)
+	if len(out) <= brotliPoolMax && !errors.Is(err, ErrTooLarge) {
+		d.br.Put(b)
 	}
-	return out, nil
+	return out, err
 }
 
 // errLimit marks readAll stopping at the cap.
