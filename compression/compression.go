@@ -37,7 +37,11 @@
 // before stopping; without a declared size it sizes its buffer by growing it
 // 4× at a time and decoding again. A 1 GiB zstd bomb under a 16 MiB cap thus
 // costs roughly 25–50 MiB of short-lived allocation (klauspost appends an RLE
-// block that overflows the buffer before noticing) and tens of milliseconds.
+// block that overflows the buffer before noticing) and tens of milliseconds;
+// a gzip/deflate bomb 16–33 MiB (output buffer growth); a brotli bomb about
+// 50 MiB, as the brotli reader also allocates a ring buffer as large as the
+// stream's window (≤ 16 MiB; readers that decoded more than 1 MiB are
+// therefore not pooled).
 // What Decode returns never exceeds the cap. Callers still bound the
 // compressed body themselves (http.MaxBytesReader).
 //
@@ -54,8 +58,9 @@
 // zlib and, because some clients send raw deflate under this name, falls back
 // to raw deflate when the first two bytes are not a zlib header (CM = 8,
 // CINFO ≤ 7, (CMF·256+FLG) mod 31 = 0), or when a stream that looks like zlib
-// fails to decode as zlib but decodes completely as raw deflate. Relay itself
-// rejects raw deflate at ingest, so this fallback is more lenient than Relay.
+// fails to decode as zlib but decodes completely as raw deflate. Relay's
+// ingest endpoint decodes "deflate" with a zlib decoder (tower-http), so this
+// fallback is more lenient than Relay.
 package compression
 
 import (
