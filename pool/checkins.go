@@ -1,8 +1,6 @@
 package pool
 
 import (
-	"strconv"
-
 	"github.com/relayload/relayload/envelope"
 )
 
@@ -18,7 +16,7 @@ func (g *gen) checkInEnvelope(c *ctx, s slot, env *envelope.Envelope) int {
 	id := g.uuid()
 	slug := g.pickS([]string{"nightly-", "hourly-", "", "daily-"}) + g.pickS(monitorJobs)
 	if g.r.IntN(2) == 0 {
-		slug += "-" + strconv.Itoa(g.r.IntN(40))
+		slug += "-" + g.itoa(g.r.IntN(40))
 	}
 	release, environment := g.release(c), g.environment()
 	traceID := g.uuid()
@@ -54,7 +52,7 @@ func (g *gen) checkInEnvelope(c *ctx, s slot, env *envelope.Envelope) int {
 		w.obj("schedule")
 		if crontab {
 			w.kstr("type", "crontab")
-			w.kstr("value", strconv.Itoa(minute)+" "+strconv.Itoa(hour)+" * * *")
+			w.kstrs("value", g.itoa(minute), " ", g.itoa(hour), " * * *")
 		} else {
 			w.kstr("type", "interval")
 			w.kint("value", int64(interval))

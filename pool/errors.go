@@ -18,7 +18,7 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 	case 'p':
 		file := n + "s/" + g.pickS([]string{"views", "services", "models", "tasks", "serializers", "utils", "api"}) + ".py"
 		w.kstr("filename", file)
-		w.kstr("abs_path", "/app/"+file)
+		w.kstrs("abs_path", "/app/", file)
 		w.kstr("function", g.snake())
 		w.kstr("module", file[:len(file)-3])
 	case 'j':
@@ -26,7 +26,7 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 			w.kstrs("filename", "app:///assets/", n, "-", g.bundle, ".js")
 			w.kstrs("abs_path", "https://", g.host, "/assets/", n, "-", g.bundle, ".js")
 			if g.r.IntN(3) == 0 {
-				w.kstr("function", title(n)+"Page.render")
+				w.kstrs("function", title(n), "Page.render")
 			} else {
 				w.kstr("function", g.camel())
 			}
@@ -34,25 +34,25 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 			file := "/app/dist/" + n + "s/" + n + "." + g.pickS([]string{"service", "controller", "repository", "worker"}) + ".js"
 			w.kstr("filename", file)
 			w.kstr("abs_path", file)
-			w.kstr("function", title(n)+"Service."+g.camel())
-			w.kstr("module", "dist."+n+"s:"+n)
+			w.kstrs("function", title(n), "Service.", g.camel())
+			w.kstrs("module", "dist.", n, "s:", n)
 		}
 		w.kint("colno", int64(1+g.r.IntN(80)))
 	case 'J':
 		cls := title(n) + g.pickS([]string{"Service", "Controller", "Repository", "Mapper", "Handler"})
-		w.kstr("filename", cls+".java")
-		w.kstr("module", "com.shop."+n+"."+cls)
+		w.kstrs("filename", cls, ".java")
+		w.kstrs("module", "com.shop.", n, ".", cls)
 		w.kstr("function", g.camel())
 	case 'g':
-		w.kstr("filename", "internal/"+n+"/"+g.noun()+".go")
-		w.kstr("abs_path", "/src/internal/"+n+"/"+g.noun()+".go")
-		w.kstr("module", "github.com/acme/shop/internal/"+n)
-		w.kstr("function", "(*"+title(g.noun())+"Service)."+title(g.camel()))
+		w.kstrs("filename", "internal/", n, "/", g.noun(), ".go")
+		w.kstrs("abs_path", "/src/internal/", n, "/", g.noun(), ".go")
+		w.kstrs("module", "github.com/acme/shop/internal/", n)
+		w.kstrs("function", "(*", title(g.noun()), "Service).", title(g.camel()))
 	case 's':
-		w.kstr("function", title(n)+"ViewController."+g.camel()+"()")
+		w.kstrs("function", title(n), "ViewController.", g.camel(), "()")
 		w.kstrs("package", "/private/var/containers/Bundle/Application/", g.bundle, "/Shop.app/Shop")
 		w.kstr("image_addr", "0x104f4c000")
-		w.kstr("instruction_addr", "0x104f"+g.hexID(5))
+		w.kstrs("instruction_addr", "0x104f", g.hexID(5))
 	}
 	if p.lang != 's' {
 		w.kint("lineno", int64(1+g.r.IntN(900)))
@@ -81,7 +81,7 @@ func (g *gen) someVars(w *jw, lang byte, n int) {
 			name = "self"
 		}
 		if slicesContains(names[:j], name) || name == "api_key" {
-			name += "_" + strconv.Itoa(j)
+			name += "_" + g.itoa(j)
 		}
 		names[j] = name
 		w.key(name)
@@ -118,7 +118,7 @@ func (g *gen) libFrame(w *jw, p *platform) {
 	switch p.lang {
 	case 'p':
 		w.kstr("filename", f.file)
-		w.kstr("abs_path", "/usr/local/lib/python3.12/site-packages/"+f.file)
+		w.kstrs("abs_path", "/usr/local/lib/python3.12/site-packages/", f.file)
 		w.kstr("function", f.function)
 		w.kstr("module", f.module)
 	case 'j':
@@ -143,9 +143,9 @@ func (g *gen) libFrame(w *jw, p *platform) {
 		w.kstr("function", f.function)
 	case 's':
 		w.kstr("function", f.function)
-		w.kstr("package", "/System/Library/Frameworks/"+f.module+".framework/"+f.module)
-		w.kstr("image_addr", "0x18"+g.hexID(7))
-		w.kstr("instruction_addr", "0x18"+g.hexID(7))
+		w.kstrs("package", "/System/Library/Frameworks/", f.module, ".framework/", f.module)
+		w.kstrs("image_addr", "0x18", g.hexID(7))
+		w.kstrs("instruction_addr", "0x18", g.hexID(7))
 	}
 	if p.lang != 's' {
 		w.kint("lineno", int64(1+g.r.IntN(2000)))
@@ -224,22 +224,22 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 		w.kstr("logger", p.logger)
 	}
 	if p.server {
-		w.kstr("server_name", g.noun()+"-"+g.hexID(5)+"-"+strconv.Itoa(g.r.IntN(20)))
+		w.kstrs("server_name", g.noun(), "-", g.hexID(5), "-", g.itoa(g.r.IntN(20)))
 	}
 	w.kstr("release", release)
 	if p.mobile {
-		w.kstr("dist", strconv.Itoa(100+g.r.IntN(900)))
+		w.kstr("dist", g.itoa(100+g.r.IntN(900)))
 	}
 	w.kstr("environment", environment)
 	w.kstr("transaction", route)
 
-	orderID := strconv.Itoa(1000 + g.r.IntN(900000))
+	orderID := g.itoa(1000 + g.r.IntN(900000))
 	w.obj("logentry")
 	w.kstr("message", "Payment declined for order %s")
 	w.arr("params")
 	w.str(orderID)
 	w.closeArr()
-	w.kstr("formatted", "Payment declined for order "+orderID+" (card "+g.cv(cvLogentryCard, i)+")")
+	w.kstrs("formatted", "Payment declined for order ", orderID, " (card ", g.cv(cvLogentryCard, i), ")")
 	w.close()
 
 	// Exceptions: causes first, the caught/outermost exception last.
@@ -280,7 +280,7 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 			g.stacktrace(w, p, 20+int(u*u*61), func(w *jw) { // 20–80, mean ≈ 40
 				w.kstr("api_key", g.cv(cvFrameVarAPIKey, i))
 				w.kint("retries", int64(g.r.IntN(5)))
-				w.kstr(g.noun()+"_id", strconv.Itoa(g.r.IntN(100000)))
+				w.kstr(g.noun()+"_id", g.itoa(g.r.IntN(100000)))
 			})
 		} else {
 			g.stacktrace(w, p, 5+g.r.IntN(26), nil)
@@ -294,9 +294,9 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	g.request(w, p, c, host, path, i)
 
 	w.obj("user")
-	w.kstr("id", strconv.Itoa(1+g.r.IntN(5000000)))
+	w.kstr("id", g.itoa(1+g.r.IntN(5000000)))
 	w.kstr("email", g.email())
-	w.kstr("username", "secret-"+g.cv(cvSecretValue, i))
+	w.kstrs("username", "secret-", g.cv(cvSecretValue, i))
 	if p.browser || p.mobile {
 		w.kstr("ip_address", "{{auto}}")
 	} else {
@@ -318,15 +318,15 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	w.close()
 
 	w.obj("extra")
-	w.kstr("db_url", "postgres://app:"+g.cv(cvURLPassword, i)+"@"+g.pickS(dbHosts)+":5432/shop")
+	w.kstrs("db_url", "postgres://app:", g.cv(cvURLPassword, i), "@", g.pickS(dbHosts), ":5432/shop")
 	w.obj("credentials")
 	w.kstr("user", g.cv(cvCredentialsObject, i))
 	w.kstr("scope", "read")
 	w.close()
-	w.kstr("cert", "-----BEGIN PRIVATE KEY-----\n"+g.cv(cvPemKey, i)+"\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC"+g.hexID(24)+"\n-----END PRIVATE KEY-----")
-	w.kstr("payment_note", "charged "+g.cv(cvCreditCard, i))
-	w.kstr("iban_note", "refund to "+g.cv(cvIBAN, i))
-	w.kstr("ssn_note", "tax id "+g.cv(cvUSSSN, i))
+	w.kstrs("cert", "-----BEGIN PRIVATE KEY-----\n", g.cv(cvPemKey, i), "\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC", g.hexID(24), "\n-----END PRIVATE KEY-----")
+	w.kstrs("payment_note", "charged ", g.cv(cvCreditCard, i))
+	w.kstrs("iban_note", "refund to ", g.cv(cvIBAN, i))
+	w.kstrs("ssn_note", "tax id ", g.cv(cvUSSSN, i))
 	w.kstr("public_note", g.cv(cvPublicNote, i))
 	w.kfloat("order_total", g.r.Float64()*500, 2)
 	w.kint("retry_count", int64(g.r.IntN(4)))
@@ -363,9 +363,9 @@ func (g *gen) tagValue(k string) string {
 	case "region":
 		return g.pickS([]string{"eu-west-1", "us-east-1", "us-west-2", "ap-southeast-2", "eu-central-1"})
 	case "http.status_code":
-		return strconv.Itoa(400 + g.r.IntN(104))
+		return g.itoa(400 + g.r.IntN(104))
 	case "shard":
-		return strconv.Itoa(g.r.IntN(64))
+		return g.itoa(g.r.IntN(64))
 	case "payment.provider":
 		return g.pickS([]string{"stripe", "adyen", "paypal", "klarna", "braintree"})
 	case "ab.variant":
@@ -442,7 +442,7 @@ func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 			w.obj("data")
 			w.kstr("method", g.pickS([]string{"GET", "GET", "GET", "POST", "PUT", "DELETE"}))
 			pth, _ := g.urlPath()
-			w.kstr("url", "https://"+g.pickS(apiHosts)+pth)
+			w.kstrs("url", "https://", g.pickS(apiHosts), pth)
 			w.kint("status_code", int64(status))
 			if j == plant {
 				w.kstr("token", g.cv(cvBreadcrumbToken, i))
@@ -468,7 +468,7 @@ func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 				w.kstr("type", "default")
 				w.kstr("category", "ui.click")
 				n := g.noun()
-				w.kstr("message", "div."+n+"-list > button."+n+"-"+g.verb()+"[data-test-id=\""+g.verb()+"-"+n+"\"]")
+				w.kstrs("message", "div.", n, "-list > button.", n, "-", g.verb(), "[data-test-id=\"", g.verb(), "-", n, "\"]")
 			} else {
 				w.kstr("type", "default")
 				w.kstr("category", "query")
@@ -490,7 +490,7 @@ func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 func (g *gen) request(w *jw, p *platform, c *ctx, host, path string, i int) {
 	method := g.pickS([]string{"POST", "POST", "POST", "PUT", "PATCH"})
 	w.obj("request")
-	w.kstr("url", "https://"+host+path)
+	w.kstrs("url", "https://", host, path)
 	w.kstr("method", method)
 	// query string: the password pair somewhere among ordinary parameters
 	q := make([]byte, 0, 96)
@@ -514,12 +514,12 @@ func (g *gen) request(w *jw, p *platform, c *ctx, host, path string, i int) {
 	w.kstr("Host", host)
 	w.kstr("User-Agent", c.agent.UA)
 	w.kstr("Accept", g.pickS([]string{"application/json", "application/json, text/plain, */*", "*/*"}))
-	w.kstr("Accept-Language", g.pickS(locales)+","+g.pickS([]string{"en;q=0.9", "en-US;q=0.8,en;q=0.7", "de;q=0.8"}))
+	w.kstrs("Accept-Language", g.pickS(locales), ",", g.pickS([]string{"en;q=0.9", "en-US;q=0.8,en;q=0.7", "de;q=0.8"}))
 	w.kstr("Accept-Encoding", "gzip, deflate, br, zstd")
 	w.kstr("Content-Type", "application/json")
-	w.kstr("Referer", "https://"+host+"/"+g.noun()+"s")
+	w.kstrs("Referer", "https://", host, "/", g.noun(), "s")
 	w.kstr("X-Request-Id", g.uuid())
-	w.kstr("Authorization", "Bearer "+g.cv(cvAuthorizationHeader, i))
+	w.kstrs("Authorization", "Bearer ", g.cv(cvAuthorizationHeader, i))
 	w.kstr("X-Api-Key", g.cv(cvAPIKeyHeader, i))
 	if g.r.IntN(2) == 0 {
 		w.kstr("X-Forwarded-Proto", "https")
@@ -529,7 +529,7 @@ func (g *gen) request(w *jw, p *platform, c *ctx, host, path string, i int) {
 	w.kstr("sessionid", g.cv(cvSessionCookie, i))
 	w.kstr("theme", g.pickS([]string{"dark", "light", "system"}))
 	w.kstr("lang", g.pickS(locales))
-	w.kstr("_ga", "GA1.2."+strconv.Itoa(g.r.IntN(999999999))+"."+strconv.Itoa(1700000000+g.r.IntN(60000000)))
+	w.kstrs("_ga", "GA1.2.", g.itoa(g.r.IntN(999999999)), ".", g.itoa(1700000000+g.r.IntN(60000000)))
 	if g.r.IntN(2) == 0 {
 		w.kstr("cart_id", g.hexID(16))
 	}
@@ -541,7 +541,7 @@ func (g *gen) request(w *jw, p *platform, c *ctx, host, path string, i int) {
 	w.arr("items")
 	for j, n := 0, 1+g.r.IntN(4); j < n; j++ {
 		w.open()
-		w.kstr("sku", g.noun()+"-"+g.hexID(6))
+		w.kstrs("sku", g.noun(), "-", g.hexID(6))
 		w.kint("quantity", int64(1+g.r.IntN(5)))
 		w.close()
 	}
@@ -582,14 +582,14 @@ func (g *gen) contexts(w *jw, p *platform, c *ctx, traceID, spanID string) {
 	if p.mobile {
 		w.obj("os")
 		w.kstr("name", "iOS")
-		w.kstr("version", strconv.Itoa(16+g.r.IntN(3))+"."+strconv.Itoa(g.r.IntN(7)))
-		w.kstr("build", strconv.Itoa(20+g.r.IntN(3))+string(rune('A'+g.r.IntN(8)))+strconv.Itoa(100+g.r.IntN(300)))
+		w.kstrs("version", g.itoa(16+g.r.IntN(3)), ".", g.itoa(g.r.IntN(7)))
+		w.kstrs("build", g.itoa(20+g.r.IntN(3)), string(rune('A'+g.r.IntN(8))), g.itoa(100+g.r.IntN(300)))
 		w.kbool("rooted", false)
 		w.close()
 		w.obj("device")
 		w.kstr("family", "iOS")
-		w.kstr("model", "iPhone"+strconv.Itoa(13+g.r.IntN(5))+","+strconv.Itoa(1+g.r.IntN(4)))
-		w.kstr("model_id", "D"+strconv.Itoa(16+g.r.IntN(60))+"AP")
+		w.kstrs("model", "iPhone", g.itoa(13+g.r.IntN(5)), ",", g.itoa(1+g.r.IntN(4)))
+		w.kstrs("model_id", "D", g.itoa(16+g.r.IntN(60)), "AP")
 		w.kstr("arch", "arm64e")
 		w.kint("memory_size", int64(4+2*g.r.IntN(3))<<30)
 		w.kint("free_memory", int64(g.r.IntN(1<<30)))
@@ -601,7 +601,7 @@ func (g *gen) contexts(w *jw, p *platform, c *ctx, traceID, spanID string) {
 		w.kstr("app_identifier", "com.acme.shop")
 		w.kstr("app_name", "Shop")
 		w.kstr("app_version", g.semver(6))
-		w.kstr("app_build", strconv.Itoa(100+g.r.IntN(900)))
+		w.kstr("app_build", g.itoa(100+g.r.IntN(900)))
 		w.kstr("app_start_time", rfc3339(g.now-60-g.r.Float64()*3600))
 		w.close()
 	}

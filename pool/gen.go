@@ -3,7 +3,9 @@ package pool
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
@@ -21,6 +23,7 @@ type gen struct {
 	r      *rand.Rand
 	pcg    *rand.PCG
 
+	sa       []byte // string arena block
 	canaries canarySet
 	lb       []byte // line scratch
 	pre      []byte // envelope + item header scratch
@@ -74,7 +77,7 @@ func (g *gen) build(i int, s slot, e *Entry, enc *compression.Encoder) error {
 	}
 	raw := g.assemble(&env)
 	*e = Entry{
-		Kind: s.kind, Project: c.project, EventID: eventID, UserAgent: c.agent.UA, ForwardedFor: c.ip,
+		Kind: s.kind, Project: c.project, EventID: strings.Clone(eventID), UserAgent: c.agent.UA, ForwardedFor: c.ip,
 		RawSize: len(raw), Items: items, raw: raw, Body: raw,
 	}
 	if g.o.Encoding != compression.Identity {
@@ -225,18 +228,64 @@ func (g *gen) take() []byte { return g.w.b }
 // takeCopy is take for envelopes with several payloads.
 func (g *gen) takeCopy() []byte { return append([]byte(nil), g.w.b...) }
 
-// hexID returns n random lowercase hex chars (n ≤ 32).
+// hexID returns n random lowercase hex chars (n ≤ 32), in the string arena.
 func (g *gen) hexID(n int) string {
-	var b [32]byte
+	b := g.grow(n)
 	x, y := g.r.Uint64(), g.r.Uint64()
 	for j := 0; j < n; j++ {
 		v := x
 		if j >= 16 {
 			v = y
 		}
-		b[j] = hexDigits[(v>>(4*(j%16)))&0xf]
+		b = append(b, hexDigits[(v>>(4*(j%16)))&0xf])
 	}
-	return string(b[:n])
+	return g.done(b)
+}
+
+// The string arena holds the short-lived strings an entry is made of
+// (identifiers, paths, numbers): one 64 KiB allocation instead of hundreds
+// of small ones per entry. Bytes are only ever appended, never rewritten, so
+// a string handed out stays valid (and keeps its block alive) as long as it
+// is referenced; strings kept beyond the entry (Entry.EventID) are cloned.
+const arenaBlock = 64 << 10
+
+// grow returns the arena's tail with room for n more bytes; pass the
+// appended slice to done.
+func (g *gen) grow(n int) []byte {
+	if cap(g.sa)-len(g.sa) < n {
+		g.sa = make([]byte, 0, max(arenaBlock, n))
+	}
+	return g.sa[len(g.sa):len(g.sa)]
+}
+
+// done turns the bytes appended to grow's result into a string.
+func (g *gen) done(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if n := len(g.sa); n+len(b) <= cap(g.sa) && &b[0] == &g.sa[:cap(g.sa)][n] {
+		g.sa = g.sa[:n+len(b)]
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b) // append outgrew the block: b is a private copy
+}
+
+// s concatenates parts into the arena.
+func (g *gen) s(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := g.grow(n)
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return g.done(b)
+}
+
+// itoa formats n into the arena.
+func (g *gen) itoa(n int) string {
+	return g.done(strconv.AppendInt(g.grow(20), int64(n), 10))
 }
 
 func (g *gen) uuid() string { return g.hexID(32) }

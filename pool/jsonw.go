@@ -3,6 +3,7 @@ package pool
 import (
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jw appends compact JSON to a byte slice. It is a hand-written writer rather
@@ -53,7 +54,7 @@ func (w *jw) str(s string) {
 
 func (w *jw) strBytes(s []byte) {
 	w.sep()
-	w.b = appendQuoted(w.b, s)
+	w.b = appendQuoted(w.b, bytesView(s))
 	w.comma = true
 }
 
@@ -123,21 +124,25 @@ const hexDigits = "0123456789abcdef"
 
 // appendQuoted appends s as a JSON string. Generated text is ASCII almost
 // everywhere, so the loop copies runs of safe bytes at once.
-func appendQuoted[T string | []byte](b []byte, s T) []byte {
+func appendQuoted(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = appendEscaped(b, s)
 	return append(b, '"')
 }
 
+// bytesView is a read-only string view of b (no copy).
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // appendEscaped appends the JSON-escaped contents of s (no quotes).
-func appendEscaped[T string | []byte](b []byte, s T) []byte {
+func appendEscaped(b []byte, s string) []byte {
+	p := unsafe.Pointer(unsafe.StringData(s))
 	start := 0
 	for i := 0; i < len(s); {
 		// Fast path: skip 8 plain bytes at a time (SWAR: no byte < 0x20,
-		// ≥ 0x80, '"' or '\\').
+		// ≥ 0x80, '"' or '\\'). Unaligned 8-byte loads; byte order does not
+		// matter for "any byte" tests.
 		for i+8 <= len(s) {
-			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			x := *(*uint64)(unsafe.Add(p, i))
 			if (x-lo*0x20)&^x&hi|x&hi|zeroByte(x^lo*'"')|zeroByte(x^lo*'\\') != 0 {
 				break
 			}
@@ -152,7 +157,7 @@ func appendEscaped[T string | []byte](b []byte, s T) []byte {
 			continue
 		}
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
 				b = append(b, s[start:i]...)
 				b = append(b, `\ufffd`...)

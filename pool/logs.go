@@ -1,8 +1,6 @@
 package pool
 
 import (
-	"strconv"
-
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/useragent"
 )
@@ -62,13 +60,13 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 		var tmpl string
 		var params []string
 		if j == emailAt {
-			w.kstr("body", "Receipt sent to "+g.cv(cvLogBodyEmail, i))
+			w.kstrs("body", "Receipt sent to ", g.cv(cvLogBodyEmail, i))
 		} else if templated {
 			a, b := g.noun(), g.noun()
 			v := g.pickS(pastVerbs)
 			tmpl = title(a) + " %s " + v + " for " + b + " %s in %sms"
-			params = []string{strconv.Itoa(g.r.IntN(1000000)), g.hexID(8), strconv.Itoa(g.r.IntN(5000))}
-			w.kstr("body", title(a)+" "+params[0]+" "+v+" for "+b+" "+params[1]+" in "+params[2]+"ms")
+			params = []string{g.itoa(g.r.IntN(1000000)), g.hexID(8), g.itoa(g.r.IntN(5000))}
+			w.kstrs("body", title(a), " ", params[0], " ", v, " for ", b, " ", params[1], " in ", params[2], "ms")
 		} else {
 			w.kstr("body", g.sentence())
 		}
@@ -86,7 +84,7 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 		if tmpl != "" {
 			attrStr(w, "sentry.message.template", tmpl)
 			for k, v := range params {
-				attrStr(w, "sentry.message.parameter."+strconv.Itoa(k), v)
+				attrStr(w, "sentry.message.parameter."+g.itoa(k), v)
 			}
 		}
 		if g.r.IntN(3) == 0 {
@@ -111,7 +109,7 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 				w.kbool("value", g.r.IntN(2) == 0)
 				w.kstr("type", "boolean")
 			default:
-				w.kstr("value", g.noun()+"-"+g.adjective())
+				w.kstrs("value", g.noun(), "-", g.adjective())
 				w.kstr("type", "string")
 			}
 			w.close()

@@ -1,8 +1,6 @@
 package pool
 
 import (
-	"strconv"
-
 	"github.com/relayload/relayload/useragent"
 )
 
@@ -60,17 +58,17 @@ var platforms = []*platform{
 		},
 		excs: []excType{
 			{"TypeError", "", func(g *gen) string {
-				return "Cannot read properties of undefined (reading " + g.q(g.noun()+title(g.noun())) + ")"
+				return g.s("Cannot read properties of undefined (reading ", g.q(g.noun()+title(g.noun())), ")")
 			}},
-			{"TypeError", "", func(g *gen) string { return g.noun() + "." + g.camel() + " is not a function" }},
-			{"ReferenceError", "", func(g *gen) string { return g.camel() + " is not defined" }},
-			{"Error", "", func(g *gen) string { return "Request failed with status code " + strconv.Itoa(400+g.r.IntN(105)) }},
+			{"TypeError", "", func(g *gen) string { return g.s(g.noun(), ".", g.camel(), " is not a function") }},
+			{"ReferenceError", "", func(g *gen) string { return g.s(g.camel(), " is not defined") }},
+			{"Error", "", func(g *gen) string { return g.s("Request failed with status code ", g.itoa(400+g.r.IntN(105))) }},
 			{"ChunkLoadError", "", func(g *gen) string {
-				return "Loading chunk " + strconv.Itoa(g.r.IntN(900)) + " failed. (error: https://" + g.pickS(hosts) + "/static/js/" + strconv.Itoa(g.r.IntN(900)) + "." + g.hexID(8) + ".chunk.js)"
+				return g.s("Loading chunk ", g.itoa(g.r.IntN(900)), " failed. (error: https://", g.pickS(hosts), "/static/js/", g.itoa(g.r.IntN(900)), ".", g.hexID(8), ".chunk.js)")
 			}},
 			{"RangeError", "", func(g *gen) string { return "Maximum call stack size exceeded" }},
 			{"SyntaxError", "", func(g *gen) string { return "Unexpected token '<', \"<!DOCTYPE \"... is not valid JSON" }},
-			{"AxiosError", "", func(g *gen) string { return "timeout of " + strconv.Itoa(1000*(1+g.r.IntN(30))) + "ms exceeded" }},
+			{"AxiosError", "", func(g *gen) string { return g.s("timeout of ", g.itoa(1000*(1+g.r.IntN(30))), "ms exceeded") }},
 		},
 		mechanisms: []string{"onerror", "onunhandledrejection", "instrument", "generic", "auto.browser.browserapierrors.addEventListener"},
 	},
@@ -94,14 +92,14 @@ var platforms = []*platform{
 			{"body-parser.lib.types:json", "jsonParser", "/app/node_modules/body-parser/lib/types/json.js"},
 		},
 		excs: []excType{
-			{"TypeError", "", func(g *gen) string { return "Cannot read properties of null (reading " + g.q(g.noun()+"Id") + ")" }},
-			{"Error", "", func(g *gen) string { return "connect ECONNREFUSED " + g.pickS(dbHosts) + ":5432" }},
-			{"Error", "", func(g *gen) string { return "relation \"" + g.noun() + "s\" does not exist" }},
+			{"TypeError", "", func(g *gen) string { return g.s("Cannot read properties of null (reading ", g.q(g.noun()+"Id"), ")") }},
+			{"Error", "", func(g *gen) string { return g.s("connect ECONNREFUSED ", g.pickS(dbHosts), ":5432") }},
+			{"Error", "", func(g *gen) string { return g.s("relation \"", g.noun(), "s\" does not exist") }},
 			{"PrismaClientKnownRequestError", "", func(g *gen) string {
-				return "Unique constraint failed on the fields: (`" + g.noun() + "_id`)"
+				return g.s("Unique constraint failed on the fields: (`", g.noun(), "_id`)")
 			}},
 			{"AbortError", "", func(g *gen) string { return "The operation was aborted due to timeout" }},
-			{"Error", "", func(g *gen) string { return "ETIMEDOUT while calling " + g.pickS(apiHosts) }},
+			{"Error", "", func(g *gen) string { return g.s("ETIMEDOUT while calling ", g.pickS(apiHosts)) }},
 		},
 		mechanisms: []string{"onuncaughtexception", "onunhandledrejection", "auto.middleware.express", "generic"},
 		logger:     "console",
@@ -132,17 +130,17 @@ var platforms = []*platform{
 		},
 		excs: []excType{
 			{"KeyError", "builtins", func(g *gen) string { return g.q(g.noun() + "_id") }},
-			{"ValueError", "builtins", func(g *gen) string { return "invalid literal for int() with base 10: " + g.q(g.adjective()) }},
-			{"AttributeError", "builtins", func(g *gen) string { return "'NoneType' object has no attribute " + g.q(g.noun()) }},
+			{"ValueError", "builtins", func(g *gen) string { return g.s("invalid literal for int() with base 10: ", g.q(g.adjective())) }},
+			{"AttributeError", "builtins", func(g *gen) string { return g.s("'NoneType' object has no attribute ", g.q(g.noun())) }},
 			{"TypeError", "builtins", func(g *gen) string { return "unsupported operand type(s) for +: 'int' and 'NoneType'" }},
 			{"OperationalError", "django.db.utils", func(g *gen) string {
-				return "could not connect to server: Connection refused\n\tIs the server running on host \"" + g.pickS(dbHosts) + "\" and accepting\n\tTCP/IP connections on port 5432?"
+				return g.s("could not connect to server: Connection refused\n\tIs the server running on host \"", g.pickS(dbHosts), "\" and accepting\n\tTCP/IP connections on port 5432?")
 			}},
 			{"IntegrityError", "django.db.utils", func(g *gen) string {
 				n := g.noun()
-				return "duplicate key value violates unique constraint \"" + n + "s_" + n + "_pkey\"\nDETAIL:  Key (id)=(" + strconv.Itoa(g.r.IntN(99999)) + ") already exists."
+				return g.s("duplicate key value violates unique constraint \"", n, "s_", n, "_pkey\"\nDETAIL:  Key (id)=(", g.itoa(g.r.IntN(99999)), ") already exists.")
 			}},
-			{"DoesNotExist", "orders.models", func(g *gen) string { return title(g.noun()) + " matching query does not exist." }},
+			{"DoesNotExist", "orders.models", func(g *gen) string { return g.s(title(g.noun()), " matching query does not exist.") }},
 			{"ReadTimeout", "httpx", func(g *gen) string { return "The read operation timed out" }},
 		},
 		mechanisms: []string{"django", "celery", "logging", "excepthook", "generic"},
@@ -174,16 +172,18 @@ var platforms = []*platform{
 		excs: []excType{
 			{"NullPointerException", "java.lang", func(g *gen) string {
 				n := title(g.noun())
-				return "Cannot invoke \"com.shop." + g.noun() + "." + n + ".get" + title(g.noun()) + "()\" because \"" + g.noun() + "\" is null"
+				return g.s("Cannot invoke \"com.shop.", g.noun(), ".", n, ".get", title(g.noun()), "()\" because \"", g.noun(), "\" is null")
 			}},
 			{"IllegalStateException", "java.lang", func(g *gen) string {
-				return title(g.noun()) + " is " + g.adjective() + ": " + strconv.Itoa(g.r.IntN(99999))
+				return g.s(title(g.noun()), " is ", g.adjective(), ": ", g.itoa(g.r.IntN(99999)))
 			}},
 			{"DataIntegrityViolationException", "org.springframework.dao", func(g *gen) string {
-				return "could not execute statement; constraint [" + g.noun() + "s_pkey]"
+				return g.s("could not execute statement; constraint [", g.noun(), "s_pkey]")
 			}},
 			{"SocketTimeoutException", "java.net", func(g *gen) string { return "Read timed out" }},
-			{"IllegalArgumentException", "java.lang", func(g *gen) string { return "No enum constant com.shop." + title(g.noun()) + "Status." + g.adjective() }},
+			{"IllegalArgumentException", "java.lang", func(g *gen) string {
+				return g.s("No enum constant com.shop.", title(g.noun()), "Status.", g.adjective())
+			}},
 			{"PSQLException", "org.postgresql.util", func(g *gen) string { return "ERROR: deadlock detected" }},
 		},
 		mechanisms: []string{"HandlerExceptionResolver", "UncaughtExceptionHandler", "chained"},
@@ -211,14 +211,14 @@ var platforms = []*platform{
 		excs: []excType{
 			{"*errors.errorString", "", func(g *gen) string { return "sql: no rows in result set" }},
 			{"*fmt.wrapError", "", func(g *gen) string {
-				return g.verb() + " " + g.noun() + " " + strconv.Itoa(g.r.IntN(99999)) + ": context deadline exceeded"
+				return g.s(g.verb(), " ", g.noun(), " ", g.itoa(g.r.IntN(99999)), ": context deadline exceeded")
 			}},
-			{"*net.OpError", "", func(g *gen) string { return "dial tcp: lookup " + g.pickS(dbHosts) + ": no such host" }},
+			{"*net.OpError", "", func(g *gen) string { return g.s("dial tcp: lookup ", g.pickS(dbHosts), ": no such host") }},
 			{"*pgconn.PgError", "", func(g *gen) string {
-				return "ERROR: duplicate key value violates unique constraint \"" + g.noun() + "s_pkey\" (SQLSTATE 23505)"
+				return g.s("ERROR: duplicate key value violates unique constraint \"", g.noun(), "s_pkey\" (SQLSTATE 23505)")
 			}},
 			{"runtime.Error", "", func(g *gen) string { return "runtime error: invalid memory address or nil pointer dereference" }},
-			{"*url.Error", "", func(g *gen) string { return "Get \"https://" + g.pickS(apiHosts) + "/v1/" + g.noun() + "s\": EOF" }},
+			{"*url.Error", "", func(g *gen) string { return g.s("Get \"https://", g.pickS(apiHosts), "/v1/", g.noun(), "s\": EOF") }},
 		},
 		mechanisms: []string{"generic", "gin", "http"},
 	},
@@ -243,14 +243,14 @@ var platforms = []*platform{
 		},
 		excs: []excType{
 			{"NSInvalidArgumentException", "", func(g *gen) string {
-				return "-[__NSCFString count]: unrecognized selector sent to instance 0x6000" + g.hexID(8)
+				return g.s("-[__NSCFString count]: unrecognized selector sent to instance 0x6000", g.hexID(8))
 			}},
-			{"EXC_BAD_ACCESS", "", func(g *gen) string { return "KERN_INVALID_ADDRESS at 0x00000000000000" + g.hexID(2) }},
+			{"EXC_BAD_ACCESS", "", func(g *gen) string { return g.s("KERN_INVALID_ADDRESS at 0x00000000000000", g.hexID(2)) }},
 			{"NSRangeException", "", func(g *gen) string {
-				return "*** -[__NSArrayM objectAtIndex:]: index " + strconv.Itoa(5+g.r.IntN(9)) + " beyond bounds [0 .. " + strconv.Itoa(g.r.IntN(5)) + "]"
+				return g.s("*** -[__NSArrayM objectAtIndex:]: index ", g.itoa(5+g.r.IntN(9)), " beyond bounds [0 .. ", g.itoa(g.r.IntN(5)), "]")
 			}},
 			{"Fatal error", "", func(g *gen) string { return "Unexpectedly found nil while unwrapping an Optional value" }},
-			{"HTTPClientError", "", func(g *gen) string { return "HTTP Client Error with status code: " + strconv.Itoa(500+g.r.IntN(5)) }},
+			{"HTTPClientError", "", func(g *gen) string { return g.s("HTTP Client Error with status code: ", g.itoa(500+g.r.IntN(5))) }},
 		},
 		mechanisms: []string{"mach", "signal", "nsexception", "HTTPClientError"},
 	},

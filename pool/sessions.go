@@ -1,8 +1,6 @@
 package pool
 
 import (
-	"strconv"
-
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/useragent"
 )
@@ -55,7 +53,7 @@ func (g *gen) sessionUpdate(c *ctx, release, environment string) []byte {
 	w := g.payload()
 	w.open()
 	w.kstr("sid", g.uuid())
-	w.kstr("did", strconv.Itoa(1+g.r.IntN(5000000)))
+	w.kstr("did", g.itoa(1+g.r.IntN(5000000)))
 	stage := g.r.IntN(100)
 	var status string
 	var errors int64
@@ -111,7 +109,7 @@ func (g *gen) sessionAggregates(c *ctx, release, environment string) []byte {
 		w.open()
 		w.kstr("started", rfc3339(float64(first+int64(j)*60)))
 		if g.r.IntN(4) == 0 {
-			w.kstr("did", strconv.Itoa(1+g.r.IntN(5000000)))
+			w.kstr("did", g.itoa(1+g.r.IntN(5000000)))
 		}
 		w.kint("exited", int64(g.r.IntN(400)))
 		if g.r.IntN(3) == 0 {

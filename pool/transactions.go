@@ -211,7 +211,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 			pth, _ := g.urlPath()
 			add(span{parent: parent, op: "http.client", desc: m + " https://" + g.pickS(apiHosts) + pth, kind: 'h'})
 		case x < 72:
-			add(span{parent: parent, op: g.pickS([]string{"cache.get", "cache.get", "cache.put"}), desc: g.noun() + ":" + strconv.Itoa(g.r.IntN(100000)), kind: 'c'})
+			add(span{parent: parent, op: g.pickS([]string{"cache.get", "cache.get", "cache.put"}), desc: g.noun() + ":" + g.itoa(g.r.IntN(100000)), kind: 'c'})
 		case x < 80 && p.browser:
 			add(span{parent: parent, op: g.pickS([]string{"resource.script", "resource.css", "resource.img", "resource.other"}), desc: "https://" + host + "/assets/" + g.noun() + "-" + g.hexID(8) + ".js", kind: 'r'})
 		default:
@@ -244,7 +244,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 	w.kstr("release", release)
 	w.kstr("environment", environment)
 	if p.server {
-		w.kstr("server_name", g.noun()+"-"+g.hexID(5)+"-"+strconv.Itoa(g.r.IntN(20)))
+		w.kstrs("server_name", g.noun(), "-", g.hexID(5), "-", g.itoa(g.r.IntN(20)))
 	}
 	w.obj("contexts")
 	w.obj("trace")
@@ -252,7 +252,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 	w.kstr("span_id", rootID)
 	w.kstr("op", rootOp)
 	w.kstr("status", g.pickS(spanStatus))
-	w.kstr("origin", "auto.http."+p.name)
+	w.kstrs("origin", "auto.http.", p.name)
 	w.close()
 	if p.runtime[0] != "" {
 		w.obj("runtime")
@@ -277,7 +277,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 		w.kfloat("start_timestamp", float64(s.start)/1e6, 6)
 		w.kfloat("timestamp", float64(s.end)/1e6, 6)
 		w.kstr("status", g.pickS(spanStatus))
-		w.kstr("origin", "auto."+g.pickS([]string{"db", "http", "function", "cache"})+"."+p.name)
+		w.kstrs("origin", "auto.", g.pickS([]string{"db", "http", "function", "cache"}), ".", p.name)
 		w.obj("data")
 		switch s.kind {
 		case 'd':
@@ -297,7 +297,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 			w.str(s.desc)
 			w.closeArr()
 			w.kint("cache.item_size", int64(g.r.IntN(20000)))
-			w.kstr("network.peer.address", "redis-"+strconv.Itoa(g.r.IntN(4))+".internal")
+			w.kstrs("network.peer.address", "redis-", g.itoa(g.r.IntN(4)), ".internal")
 		case 'r':
 			w.kint("http.response_content_length", int64(g.r.IntN(500000)))
 			w.kint("http.decoded_response_content_length", int64(g.r.IntN(2000000)))
@@ -334,7 +334,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 		w.close()
 	}
 	w.obj("request")
-	w.kstr("url", "https://"+host+path)
+	w.kstrs("url", "https://", host, path)
 	method := "GET"
 	if !p.browser {
 		method = name[:indexByte(name, ' ')]
@@ -346,7 +346,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 	w.close()
 	w.close()
 	w.obj("user")
-	w.kstr("id", strconv.Itoa(1+g.r.IntN(5000000)))
+	w.kstr("id", g.itoa(1+g.r.IntN(5000000)))
 	w.kstr("ip_address", "{{auto}}")
 	w.close()
 	w.obj("tags")

@@ -82,21 +82,21 @@ func title(s string) string {
 }
 
 // camel is verbNoun, e.g. "computeTotal".
-func (g *gen) camel() string { return g.verb() + title(g.noun()) }
+func (g *gen) camel() string { return g.s(g.verb(), title(g.noun())) }
 
 // snake is verb_noun, e.g. "compute_total".
-func (g *gen) snake() string { return g.verb() + "_" + g.noun() }
+func (g *gen) snake() string { return g.s(g.verb(), "_", g.noun()) }
 
 // pascal is NounNoun, e.g. "OrderService".
-func (g *gen) pascal() string { return title(g.noun()) + title(g.noun()) }
+func (g *gen) pascal() string { return g.s(title(g.noun()), title(g.noun())) }
 
 func (g *gen) email() string {
-	return g.pickS(firstNames) + "." + g.pickS(lastNames) + strconv.Itoa(g.r.IntN(100)) + "@" + g.pickS(mailDomains)
+	return g.s(g.pickS(firstNames), ".", g.pickS(lastNames), g.itoa(g.r.IntN(100)), "@", g.pickS(mailDomains))
 }
 
 // semver returns "maj.min.patch".
 func (g *gen) semver(maxMajor int) string {
-	return strconv.Itoa(g.r.IntN(maxMajor)+1) + "." + strconv.Itoa(g.r.IntN(30)) + "." + strconv.Itoa(g.r.IntN(20))
+	return g.s(g.itoa(g.r.IntN(maxMajor)+1), ".", g.itoa(g.r.IntN(30)), ".", g.itoa(g.r.IntN(20)))
 }
 
 // release is derived from the project so a project keeps a few releases.
@@ -106,7 +106,7 @@ func (g *gen) release(c *ctx) string {
 	major := 1 + h%9
 	minor := (h >> 8) % 40
 	patch := (h>>16)%10 + uint64(g.r.IntN(4)) // a few live releases per project
-	return p.Slug + "@" + strconv.FormatUint(major, 10) + "." + strconv.FormatUint(minor, 10) + "." + strconv.FormatUint(patch, 10)
+	return g.s(p.Slug, "@", strconv.FormatUint(major, 10), ".", strconv.FormatUint(minor, 10), ".", strconv.FormatUint(patch, 10))
 }
 
 func (g *gen) environment() string { return g.pickS(environments) }
@@ -114,38 +114,40 @@ func (g *gen) environment() string { return g.pickS(environments) }
 // urlPath returns a path like "/api/v2/orders/4711/items".
 func (g *gen) urlPath() (path, route string) {
 	n := g.noun()
-	id := strconv.Itoa(1 + g.r.IntN(99999))
+	id := g.itoa(1 + g.r.IntN(99999))
 	switch g.r.IntN(5) {
 	case 0:
-		return "/api/v" + strconv.Itoa(1+g.r.IntN(3)) + "/" + n + "s/" + id, "/api/v{version}/" + n + "s/{" + n + "_id}"
+		return g.s("/api/v", g.itoa(1+g.r.IntN(3)), "/", n, "s/", id), g.s("/api/v{version}/", n, "s/{", n, "_id}")
 	case 1:
 		m := g.noun()
-		return "/api/" + n + "s/" + id + "/" + m + "s", "/api/" + n + "s/{" + n + "_id}/" + m + "s"
+		return g.s("/api/", n, "s/", id, "/", m, "s"), g.s("/api/", n, "s/{", n, "_id}/", m, "s")
 	case 2:
-		return "/" + n + "s/" + id, "/" + n + "s/:id"
+		return g.s("/", n, "s/", id), g.s("/", n, "s/:id")
 	case 3:
-		return "/" + n + "/" + g.noun(), "/" + n + "/" + g.noun()
+		x := g.s("/", n, "/", g.noun())
+		return x, x
 	}
-	return "/api/" + n + "s", "/api/" + n + "s"
+	x := g.s("/api/", n, "s")
+	return x, x
 }
 
 // sentence is a short human log/breadcrumb message.
 func (g *gen) sentence() string {
 	switch g.r.IntN(8) {
 	case 0:
-		return title(g.verb()) + "ing " + g.noun() + " " + strconv.Itoa(g.r.IntN(100000)) + " for " + g.noun() + " " + strconv.Itoa(g.r.IntN(5000))
+		return g.s(title(g.verb()), "ing ", g.noun(), " ", g.itoa(g.r.IntN(100000)), " for ", g.noun(), " ", g.itoa(g.r.IntN(5000)))
 	case 1:
-		return title(g.noun()) + " " + g.adjective() + " after " + strconv.Itoa(g.r.IntN(3000)) + "ms"
+		return g.s(title(g.noun()), " ", g.adjective(), " after ", g.itoa(g.r.IntN(3000)), "ms")
 	case 2:
-		return "Retrying " + g.snake() + " (attempt " + strconv.Itoa(1+g.r.IntN(5)) + " of 5)"
+		return g.s("Retrying ", g.snake(), " (attempt ", g.itoa(1+g.r.IntN(5)), " of 5)")
 	case 3:
-		return "Loaded " + strconv.Itoa(g.r.IntN(500)) + " " + g.noun() + "s from " + g.noun() + " " + g.adjective()
+		return g.s("Loaded ", g.itoa(g.r.IntN(500)), " ", g.noun(), "s from ", g.noun(), " ", g.adjective())
 	case 4:
-		return "Skipping " + g.adjective() + " " + g.noun() + " " + g.hexID(8)
+		return g.s("Skipping ", g.adjective(), " ", g.noun(), " ", g.hexID(8))
 	case 5:
-		return title(g.noun()) + " " + g.noun() + " changed from " + g.adjective() + " to " + g.adjective()
+		return g.s(title(g.noun()), " ", g.noun(), " changed from ", g.adjective(), " to ", g.adjective())
 	case 6:
-		return "Cache miss for " + g.noun() + ":" + strconv.Itoa(g.r.IntN(100000))
+		return g.s("Cache miss for ", g.noun(), ":", g.itoa(g.r.IntN(100000)))
 	}
-	return "Finished " + g.snake() + " in " + strconv.FormatFloat(g.r.Float64()*900, 'f', 1, 64) + " ms"
+	return g.s("Finished ", g.snake(), " in ", strconv.FormatFloat(g.r.Float64()*900, 'f', 1, 64), " ms")
 }
