@@ -21,7 +21,7 @@ import pytest
 from sentry_relay.processing import StoreNormalizer, convert_datascrubbing_config, pii_strip_event
 from sentry_sdk.envelope import Envelope
 
-SIZE = 300
+SIZE = 600
 SEED = 42
 
 
@@ -257,3 +257,25 @@ def test_scrubbing_touches_only_canaries(dumped):
             assert orig is not None and b"rlcnry-" in json.dumps(orig).encode(), (e["file"], path, orig)
             n += 1
     assert n > 0
+
+
+def test_unique_user_agents_parse_like_browsers(helper, tmp_path):
+    """Unique agents (build numbers etc. encode the entry index) still parse
+    as their browser family in Relay's UA normalization."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    helper("dump-pool", "--dir", tmp_path, "--seed", 7, "--size", 400, "--mix", "errors=1", "--now", now,
+           "--unique-user-agents")
+    manifest = json.load(open(tmp_path / "manifest.json"))
+    agents = [e["user_agent"] for e in manifest["entries"]]
+    assert len(set(agents)) == len(agents)
+    browsers = parsed = 0
+    for e, raw in entries({"dir": str(tmp_path), "manifest": manifest}):
+        ua = e["user_agent"]
+        if not re.match(r"Mozilla/5\.0 \((Windows NT 10|Macintosh|X11; Linux|iPhone|iPad|Linux; Android 1)", ua) or "bot" in ua.lower():
+            continue
+        browsers += 1
+        out = normalizer(e).normalize_event(payload(raw))
+        ctx = out["contexts"].get("browser", {})
+        if ctx.get("name") not in (None, "Other"):
+            parsed += 1
+    assert browsers > 200 and parsed >= 0.95 * browsers, (browsers, parsed)
