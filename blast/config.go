@@ -158,16 +158,24 @@ func ParseTarget(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// ForSending returns a copy of p holding only what sending needs: the
-// entries' exported fields share p's bodies, but the raw envelopes (kept by
-// pool for Raw and Dump) are not referenced, so once p is dropped they can be
-// freed. For a zstd pool that is most of its memory.
+// ForSending returns a copy of p holding only what sending needs, compacted:
+// every body is copied into one contiguous arena and the raw envelopes
+// (kept by pool for Raw and Dump) are not referenced. Once p is dropped, the
+// build's scattered buffers can all be freed and returned to the OS, so
+// blast's RSS while sending is about the bodies' size plus sending state.
 func ForSending(p *pool.Pool) *pool.Pool {
+	var total int
+	for _, e := range p.Entries {
+		total += len(e.Body)
+	}
+	arena := make([]byte, 0, total)
 	out := &pool.Pool{Options: p.Options, Entries: make([]pool.Entry, len(p.Entries))}
 	for i, e := range p.Entries {
+		start := len(arena)
+		arena = append(arena, e.Body...)
 		out.Entries[i] = pool.Entry{
 			Kind: e.Kind, Project: e.Project, EventID: e.EventID, UserAgent: e.UserAgent,
-			ForwardedFor: e.ForwardedFor, Body: e.Body, RawSize: e.RawSize, Items: e.Items,
+			ForwardedFor: e.ForwardedFor, Body: arena[start:len(arena):len(arena)], RawSize: e.RawSize, Items: e.Items,
 		}
 	}
 	return out

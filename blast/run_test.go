@@ -536,3 +536,21 @@ func TestRunBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestForSending(t *testing.T) {
+	p := testPool(t, 40, compression.Gzip)
+	q := ForSending(p)
+	if len(q.Entries) != len(p.Entries) || q.Options.Encoding != p.Options.Encoding {
+		t.Fatal("entries or options lost")
+	}
+	for i, e := range q.Entries {
+		o := p.Entries[i]
+		if string(e.Body) != string(o.Body) || e.Kind != o.Kind || e.Project != o.Project || e.UserAgent != o.UserAgent ||
+			e.ForwardedFor != o.ForwardedFor || e.EventID != o.EventID || e.RawSize != o.RawSize || e.Items != o.Items {
+			t.Fatalf("entry %d differs", i)
+		}
+		if cap(e.Body) != len(e.Body) {
+			t.Fatalf("entry %d body can grow into its neighbour", i)
+		}
+	}
+}

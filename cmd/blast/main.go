@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -159,6 +160,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	// Keep only the wire bodies and hand the build's garbage back to the OS,
 	// so blast's RSS while sending is the pool's bodies plus sending state.
 	p = blast.ForSending(p)
+	runtime.GC() // twice: sync.Pool caches (encoders) survive one collection
 	debug.FreeOSMemory()
 	var bodies int64
 	for _, e := range p.Entries {
