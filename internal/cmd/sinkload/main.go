@@ -70,6 +70,8 @@ type Result struct {
 	MeanDecodedBytes float64 `json:"mean_decoded_bytes"`
 	Signing          string  `json:"signing"`
 	Bodies           string  `json:"bodies"`
+	MinWireBytes     int     `json:"min_wire_bytes"`
+	MaxWireBytes     int     `json:"max_wire_bytes"`
 	FirstError       string  `json:"first_error,omitempty"`
 }
 
@@ -92,6 +94,7 @@ func run() error {
 		conns       = flag.Int("connections", 64, "keep-alive connections / in-flight limit")
 		bodies      = flag.String("bodies", "pool", "pool: realistic mix from pool/ (zstd); synthetic: error events of --decoded-size")
 		decodedSize = flag.Int("decoded-size", 10<<10, "decoded envelope size for --bodies synthetic")
+		decodedMax  = flag.Int("decoded-max", 0, "with --bodies synthetic: spread decoded sizes evenly over [--decoded-size, --decoded-max]")
 		nBodies     = flag.Int("n", 2000, "distinct bodies to cycle through")
 		signing     = flag.String("sign", "none", "none: SDK-style; fresh: sign every request like Relay (a new timestamp each); reuse: one signature value per second")
 		nProjects   = flag.Int("projects", 100, "projects (must match the server's --projects and --seed)")
@@ -143,7 +146,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	bs, err := buildBodies(ctx, *bodies, ps, *nBodies, *decodedSize, *seed)
+	if *decodedMax != 0 && *decodedMax < *decodedSize || *decodedSize < 200 || *decodedMax > 16<<20 {
+		return fmt.Errorf("--decoded-size/--decoded-max: want 200 ≤ size ≤ max ≤ 16MiB")
+	}
+	bs, err := buildBodies(ctx, *bodies, ps, *nBodies, *decodedSize, max(*decodedMax, *decodedSize), *seed)
 	if err != nil {
 		return err
 	}
@@ -196,9 +202,12 @@ func run() error {
 		res.LoadAverage = strings.Join(strings.Fields(string(la))[:3], " ")
 	}
 	var w, d float64
+	res.MinWireBytes = len(bs[0].wire)
 	for _, b := range bs {
 		w += float64(len(b.wire))
 		d += float64(b.decoded)
+		res.MinWireBytes = min(res.MinWireBytes, len(b.wire))
+		res.MaxWireBytes = max(res.MaxWireBytes, len(b.wire))
 	}
 	res.MeanWireBytes, res.MeanDecodedBytes = w/float64(len(bs)), d/float64(len(bs))
 	res.Signing, res.Bodies = *signing, *bodies
@@ -216,7 +225,7 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func buildBodies(ctx context.Context, kind string, ps []projects.Project, n, size int, seed uint64) ([]body, error) {
+func buildBodies(ctx context.Context, kind string, ps []projects.Project, n, size, maxSize int, seed uint64) ([]body, error) {
 	var out []body
 	switch kind {
 	case "pool":
@@ -232,7 +241,11 @@ func buildBodies(ctx context.Context, kind string, ps []projects.Project, n, siz
 		enc := compression.NewEncoder()
 		for i := 0; i < n; i++ {
 			pr := ps[i%len(ps)]
-			raw := syntheticEnvelope(pr, size, i)
+			sz := size
+			if n > 1 {
+				sz += (maxSize - size) * i / (n - 1)
+			}
+			raw := syntheticEnvelope(pr, sz, i)
 			w, err := enc.Encode(compression.Zstd, raw, nil)
 			if err != nil {
 				return nil, err
