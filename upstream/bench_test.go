@@ -51,7 +51,7 @@ func (w *nullWriter) Header() http.Header         { return w.h }
 func (w *nullWriter) WriteHeader(code int)        { w.status = code }
 func (w *nullWriter) Write(b []byte) (int, error) { return len(b), nil }
 
-func benchSink(b *testing.B, signed bool) {
+func benchSink(b *testing.B, signed bool, size int) {
 	ps, _ := projects.Generate(1, 100)
 	clk := &clock{t: time.Now()}
 	srv, err := New(Config{Projects: ps, VerifySignatures: true, Now: clk.Now})
@@ -59,7 +59,7 @@ func benchSink(b *testing.B, signed bool) {
 		b.Fatal(err)
 	}
 	p := ps[3]
-	raw := envelopeBody(p, eventID, item("event", string(eventPayload(10<<10, 1))))
+	raw := envelopeBody(p, eventID, item("event", string(eventPayload(size, 1))))
 	body := encode(b, compression.Zstd, raw)
 	req := httptest.NewRequest("POST", p.EnvelopePath(), nil)
 	req.Header.Set("Content-Type", "application/x-sentry-envelope")
@@ -97,8 +97,9 @@ func benchSink(b *testing.B, signed bool) {
 // a ~10 KB error event, zstd-compressed, through routing, decoding, framing,
 // counting and canary scanning.
 func BenchmarkSinkHandler(b *testing.B) {
-	b.Run("sdk", func(b *testing.B) { benchSink(b, false) })
-	b.Run("relay-signed-cached", func(b *testing.B) { benchSink(b, true) })
+	b.Run("sdk", func(b *testing.B) { benchSink(b, false, 10<<10) })
+	b.Run("sdk-40KB", func(b *testing.B) { benchSink(b, false, 40<<10) })
+	b.Run("relay-signed-cached", func(b *testing.B) { benchSink(b, true, 10<<10) })
 	b.Run("parallel", benchSinkParallel)
 }
 
