@@ -44,8 +44,9 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 		w.kstrs("module", "com.shop.", n, ".", cls)
 		w.kstr("function", g.camel())
 	case 'g':
-		w.kstrs("filename", "internal/", n, "/", g.noun(), ".go")
-		w.kstrs("abs_path", "/src/internal/", n, "/", g.noun(), ".go")
+		file := g.s("internal/", n, "/", g.noun(), ".go")
+		w.kstr("filename", file)
+		w.kstrs("abs_path", "/src/", file)
 		w.kstrs("module", "github.com/acme/shop/internal/", n)
 		w.kstrs("function", "(*", title(g.noun()), "Service).", title(g.camel()))
 	case 's':
@@ -131,7 +132,7 @@ func (g *gen) libFrame(w *jw, p *platform) {
 			w.kstr("module", f.module)
 		}
 		w.kstr("function", f.function)
-		w.kint("colno", int64(1+g.r.IntN(60000)))
+		w.kint("colno", int64(1+fnHash(f.function)%60000))
 	case 'J':
 		w.kstr("filename", f.file)
 		w.kstr("module", f.module)
@@ -148,11 +149,17 @@ func (g *gen) libFrame(w *jw, p *platform) {
 		w.kstrs("instruction_addr", "0x18", g.hexID(7))
 	}
 	if p.lang != 's' {
-		w.kint("lineno", int64(1+g.r.IntN(2000)))
+		w.kint("lineno", int64(1+fnHash(f.function+f.file)%2000)) // a library function sits at one line
 	}
 	w.kbool("in_app", false)
 	if (p.lang == 'p' || p.lang == 'g') && g.r.IntN(100) < 15 {
+		// A library function's source is the same wherever it appears:
+		// draw its lines from a stream seeded by the function.
+		main := g.r
+		g.fixed.Seed(fnHash(f.file), fnHash(f.function))
+		g.r = g.fixedR
 		g.contextLines(w, p.lang)
+		g.r = main
 	}
 	if p.lang == 'p' && g.r.IntN(100) < 25 {
 		w.obj("vars")
@@ -412,6 +419,11 @@ func (g *gen) sdkInfo(w *jw, p *platform) {
 func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 	n := 5 + g.r.IntN(56)
 	plant := g.r.IntN(n)
+	var endpoints [6]string
+	for j := range endpoints {
+		pth, _ := g.urlPath()
+		endpoints[j] = g.s("https://", g.pickS(apiHosts), pth)
+	}
 	step := 0.2 + g.r.Float64()*3 // mean seconds between breadcrumbs
 	t0 := ts - float64(n)*step
 	w.obj("breadcrumbs")
@@ -441,8 +453,7 @@ func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 			}
 			w.obj("data")
 			w.kstr("method", g.pickS([]string{"GET", "GET", "GET", "POST", "PUT", "DELETE"}))
-			pth, _ := g.urlPath()
-			w.kstrs("url", "https://", g.pickS(apiHosts), pth)
+			w.kstr("url", endpoints[g.r.IntN(len(endpoints))]) // apps call a few endpoints again and again
 			w.kint("status_code", int64(status))
 			if j == plant {
 				w.kstr("token", g.cv(cvBreadcrumbToken, i))
@@ -621,4 +632,14 @@ func slicesContains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// fnHash is FNV-1a, for per-function constants.
+func fnHash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }

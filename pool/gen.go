@@ -22,6 +22,8 @@ type gen struct {
 	now    float64
 	r      *rand.Rand
 	pcg    *rand.PCG
+	fixed  *rand.PCG  // per-function streams (library source lines)
+	fixedR *rand.Rand // over fixed
 
 	sa       []byte // string arena block
 	canaries canarySet
@@ -34,8 +36,8 @@ type gen struct {
 }
 
 func newGen(o *Options, agents *agentTable, cs canarySet) *gen {
-	pcg := rand.NewPCG(0, 0)
-	return &gen{o: o, agents: agents, now: float64(o.Now.UnixMilli()) / 1000, pcg: pcg, r: rand.New(pcg), canaries: cs,
+	pcg, fixed := rand.NewPCG(0, 0), rand.NewPCG(0, 0)
+	return &gen{fixed: fixed, fixedR: rand.New(fixed), o: o, agents: agents, now: float64(o.Now.UnixMilli()) / 1000, pcg: pcg, r: rand.New(pcg), canaries: cs,
 		bodies: chunks{size: bodyChunk}}
 }
 
