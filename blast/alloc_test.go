@@ -83,6 +83,9 @@ func newTestRunner(t testing.TB, client string, addr string) (*runner, sender) {
 
 // The hot path (send with fasthttp + record) allocates nothing once warm.
 func TestHotPathAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	addr := allocFreeServer(t)
 	r, s := newTestRunner(t, ClientFastHTTP, addr)
 	rec := r.newRecorder()

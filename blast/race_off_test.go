@@ -1,0 +1,5 @@
+//go:build !race
+
+package blast
+
+const raceEnabled = false
