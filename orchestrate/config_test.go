@@ -218,3 +218,24 @@ func TestSeriesPeak(t *testing.T) {
 		t.Errorf("peak %v, want 1 core", peak)
 	}
 }
+
+func TestPointVerdict(t *testing.T) {
+	s := func(vs ...string) []*Step {
+		var out []*Step
+		for _, v := range vs {
+			out = append(out, &Step{Verdict: v})
+		}
+		return out
+	}
+	for want, steps := range map[string][]*Step{
+		VerdictKeptUp:                                        s(VerdictKeptUp, VerdictKeptUp),
+		VerdictHarnessLimited:                                s(VerdictHarnessLimited),
+		"mixed: 1 fell behind, 2 harness-limited":            s(VerdictHarnessLimited, VerdictFellBehind, VerdictHarnessLimited),
+		"mixed: 2 kept up, 1 failed":                         s(VerdictKeptUp, VerdictFailed, VerdictKeptUp),
+		"mixed: 1 kept up, 1 fell behind, 1 harness-limited": s(VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited),
+	} {
+		if got := pointVerdict(steps); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	for _, l := range strings.Split(s, "\n") {
 		l = strings.TrimSpace(l)
-		if l != "" && !strings.HasPrefix(l, "[") {
+		if l != "" && !strings.HasPrefix(l, "[") && l != "Error:" {
 			return l
 		}
 	}

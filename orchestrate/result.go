@@ -101,7 +101,8 @@ type Step struct {
 	LoadAvg  [2]float64   `json:"loadavg_1m_before_after"`
 
 	// StatsD holds the --statsd-metric timers (ms) and StatsDCounters the
-	// counters among them, from the built-in receiver over the measured window.
+	// counters among them, from the built-in receiver over the measured window
+	// and the drain.
 	StatsD         map[string]Quantiles `json:"statsd,omitempty"`
 	StatsDCounters map[string]float64   `json:"statsd_counters,omitempty"`
 	Fault          *FaultSeen           `json:"fault,omitempty"`
@@ -251,16 +252,17 @@ type Point struct {
 
 // Comparison is one build against the baseline at one rate.
 type Comparison struct {
-	Build, Baseline string
-	Rate            float64 `json:"target_rate"`
-	BaseCores       float64 `json:"base_cores"`
-	Cores           float64 `json:"cores"`
-	CoresChange     float64 `json:"cores_change_pct"`
-	BaseMsPerEnv    float64 `json:"base_ms_per_envelope"`
-	MsPerEnv        float64 `json:"ms_per_envelope"`
-	MsPerEnvChange  float64 `json:"ms_per_envelope_change_pct"`
-	P99Change       float64 `json:"p99_change_pct"`
-	PeakRSSChange   float64 `json:"peak_rss_change_pct"`
+	Build          string  `json:"build"`
+	Baseline       string  `json:"baseline"`
+	Rate           float64 `json:"target_rate"`
+	BaseCores      float64 `json:"base_cores"`
+	Cores          float64 `json:"cores"`
+	CoresChange    float64 `json:"cores_change_pct"`
+	BaseMsPerEnv   float64 `json:"base_ms_per_envelope"`
+	MsPerEnv       float64 `json:"ms_per_envelope"`
+	MsPerEnvChange float64 `json:"ms_per_envelope_change_pct"`
+	P99Change      float64 `json:"p99_change_pct"`
+	PeakRSSChange  float64 `json:"peak_rss_change_pct"`
 }
 
 // FindMax is the result of a bisection for one build.

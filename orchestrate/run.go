@@ -455,19 +455,7 @@ func summarize(rep *Report, cfg Config) {
 			p.CoresSpread = spread(func(s *Step) float64 { return s.CPU.NetCores })
 			p.MsPerEnvSpread = spread(func(s *Step) float64 { return s.CPU.MsPerEnv })
 		}
-		switch {
-		case len(ok) == 0:
-			p.Verdict = VerdictFailed
-		case p.KeptUp == len(ok) && p.Failed == 0:
-			p.Verdict = VerdictKeptUp
-		case p.KeptUp == 0:
-			p.Verdict = VerdictFellBehind
-			if allHarnessLimited(ok) {
-				p.Verdict = VerdictHarnessLimited
-			}
-		default:
-			p.Verdict = fmt.Sprintf("kept up in %d of %d", p.KeptUp, p.Runs)
-		}
+		p.Verdict = pointVerdict(groups[k])
 		rep.Summary = append(rep.Summary, p)
 		byKey[k] = p
 		if p.Verdict == VerdictKeptUp && p.Rate > rep.KeptUpWith[k.build] {
@@ -497,13 +485,24 @@ func summarize(rep *Report, cfg Config) {
 	}
 }
 
-func allHarnessLimited(steps []*Step) bool {
+// pointVerdict is the verdict over the rounds of one build at one rate: the
+// common verdict when all agree, else how many rounds had each, e.g.
+// "mixed: 2 kept up, 1 fell behind".
+func pointVerdict(steps []*Step) string {
+	count := map[string]int{}
 	for _, s := range steps {
-		if s.Verdict != VerdictHarnessLimited {
-			return false
+		count[s.Verdict]++
+	}
+	if len(count) == 1 {
+		return steps[0].Verdict
+	}
+	var parts []string
+	for _, v := range []string{VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited, VerdictFailed} {
+		if n := count[v]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, v))
 		}
 	}
-	return true
+	return "mixed: " + strings.Join(parts, ", ")
 }
 
 // change is (b−a)/a in percent (0 when a is 0).

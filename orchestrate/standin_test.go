@@ -296,3 +296,38 @@ func TestFaultOutage(t *testing.T) {
 	}
 	t.Log(fs.Summary, " | gap", st.Upstream.Gap)
 }
+
+func TestPerfRecording(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed")
+	}
+	bin := standin(t)
+	cfg := quick(50)
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.Perf = filepath.Join(t.TempDir(), "relay.data")
+	cfg.CallGraph = "lbr" // not on this kind of machine: falls back to dwarf
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		if strings.Contains(err.Error(), "perf cannot record") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if st.Failed || st.Perf == nil {
+		t.Fatalf("step failed=%v %s perf=%+v", st.Failed, st.Error, st.Perf)
+	}
+	if st.Perf.Exit != "ok" || st.Perf.File != cfg.Perf {
+		t.Errorf("perf %+v", st.Perf)
+	}
+	if fi, err := os.Stat(cfg.Perf); err != nil || fi.Size() == 0 {
+		t.Errorf("perf data: %v", err)
+	}
+	// The recording holds samples of the relay's process.
+	out, err := exec.Command("perf", "report", "-i", cfg.Perf, "--stdio", "--sort", "comm").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "standin") {
+		t.Errorf("perf report: %v\n%s", err, out)
+	}
+	t.Logf("perf %+v; notes %v", st.Perf, rep.Notes)
+}

@@ -200,6 +200,13 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 		fail("%v", err)
 		return
 	}
+	if harness {
+		// orchestrate's own high-water mark covers earlier steps and the
+		// pool build; start afresh for this step.
+		if err := sampler.ResetPeakRSS(); err != nil {
+			st.Notes = append(st.Notes, "peak RSS covers the whole run so far: "+err.Error())
+		}
+	}
 
 	// 4. Warm-up.
 	r.logf("  warm-up")

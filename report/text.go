@@ -28,6 +28,12 @@ func Headline(rep *orchestrate.Report) string {
 				fm = &rep.FindMax[i]
 			}
 		}
+		verdicts := map[string]int{}
+		for _, st := range rep.Steps {
+			if st.Build == b.Name {
+				verdicts[st.Verdict]++
+			}
+		}
 		name := b.Name
 		if rep.Harness {
 			name = "The harness on its own"
@@ -35,6 +41,9 @@ func Headline(rep *orchestrate.Report) string {
 		switch {
 		case rate == 0 && len(rep.Steps) == 0:
 			lines = append(lines, name+": nothing was measured.")
+		case rate == 0 && verdicts[orchestrate.VerdictFellBehind] == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0:
+			lines = append(lines, fmt.Sprintf("%s could not be judged: in every step blast missed its schedule, so the load was not what was asked (1-minute load average %s; see the reasons below).",
+				name, loadRange(rep)))
 		case rate == 0:
 			low := slices.Min(rep.Setup.Rates)
 			lines = append(lines, fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, num(low)))
@@ -45,7 +54,14 @@ func Headline(rep *orchestrate.Report) string {
 		case fm != nil:
 			lines = append(lines, fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search.", name, num(rate)))
 		default:
-			lines = append(lines, fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with).", name, num(rate)))
+			line := fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with", name, num(rate))
+			for _, p := range rep.Summary {
+				if p.Build == b.Name && p.Rate > rate && p.Verdict == orchestrate.VerdictHarnessLimited {
+					line += "; higher rates were harness-limited, not judged"
+					break
+				}
+			}
+			lines = append(lines, line+").")
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -180,7 +196,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 	}
 
 	if hasStatsD(rep) {
-		h("Relay's own metrics (StatsD, measured window)")
+		h("Relay's own metrics (StatsD, measured window and drain)")
 		t := newTable(">#", ">target/s", "metric", ">p50", ">p99", ">max", ">count")
 		for _, st := range rep.Steps {
 			for _, name := range sortedNames(st.StatsD) {
@@ -312,4 +328,26 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// loadRange is the range of 1-minute load averages seen around the steps.
+func loadRange(rep *orchestrate.Report) string {
+	lo, hi := -1.0, -1.0
+	for _, st := range rep.Steps {
+		for _, v := range st.LoadAvg {
+			if v < 0 {
+				continue
+			}
+			if lo < 0 || v < lo {
+				lo = v
+			}
+			if v > hi {
+				hi = v
+			}
+		}
+	}
+	if lo < 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f–%.1f on %d CPUs", lo, hi, rep.Host.CPUs)
 }

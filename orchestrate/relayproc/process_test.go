@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -251,5 +253,27 @@ func BenchmarkPeakRSS(b *testing.B) {
 		if _, err := s.PeakRSS(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestResetPeakRSS(t *testing.T) {
+	s, err := NewSampler(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 64<<20)
+	for i := range big {
+		big[i] = 1
+	}
+	before, _ := s.PeakRSS()
+	big = nil
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := s.ResetPeakRSS(); err != nil {
+		t.Skipf("clear_refs not writable here: %v", err)
+	}
+	after, _ := s.PeakRSS()
+	if after >= before || before-after < 32<<20 {
+		t.Errorf("VmHWM %d before reset, %d after (64 MiB freed)", before, after)
 	}
 }

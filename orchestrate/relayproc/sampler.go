@@ -68,6 +68,12 @@ func (s *Sampler) PeakRSS() (uint64, error) {
 	return st.VmHWM, nil
 }
 
+// ResetPeakRSS resets the kernel's high-water mark (VmHWM) to the current
+// RSS, so that PeakRSS covers only what follows (writes 5 to clear_refs).
+func (s *Sampler) ResetPeakRSS() error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.proc.PID), []byte("5"), 0)
+}
+
 // Run samples every interval until ctx ends or the process disappears,
 // appending to the series returned by Samples.
 func (s *Sampler) Run(ctx context.Context, interval time.Duration) {
