@@ -125,6 +125,32 @@ func (p *process) wait(t *testing.T, timeout time.Duration) int {
 	}
 }
 
+// waitReady polls the readiness endpoint of a started binary; it fails
+// early, with the exit status, if the process ends first.
+func (p *process) waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("stand-in exited before it was ready: %v", err)
+		default:
+		}
+		resp, err := http.Get(base + "/api/relay/healthcheck/ready/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stand-in not ready after 20 s (last error %v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestBinaryCLI(t *testing.T) {
 	out, err := exec.Command(standinBinary(t), "--version").Output()
 	if err != nil || string(out) != "standin-relay "+Version+" (test fixture, not Relay)\n" {
@@ -176,14 +202,7 @@ func TestBinarySIGTERMDrains(t *testing.T) {
 	dir, _ := configDir(t, cfg)
 	p := startBinary(t, "-c", dir, "run")
 	base := "http://127.0.0.1:" + port
-	waitFor(t, 10*time.Second, "ready", func() bool {
-		resp, err := http.Get(base + "/api/relay/healthcheck/ready/")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	p.waitReady(t, base)
 	const n = 30
 	for range n {
 		status, _, body := post(t, base+"/api/42/envelope/", singleItem("check_in", `{"check_in_id":"83a7c03ed0a04e1b97e2e3b18d38f244","monitor_slug":"m","status":"ok"}`), authHeader(keyA))
@@ -234,14 +253,7 @@ func TestBinaryShutdownTimeout(t *testing.T) {
 	dir, _ := configDir(t, cfg)
 	p := startBinary(t, "--config", dir, "run")
 	base := "http://127.0.0.1:" + port
-	waitFor(t, 10*time.Second, "ready", func() bool {
-		resp, err := http.Get(base + "/api/relay/healthcheck/ready/")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	p.waitReady(t, base)
 	post(t, base+"/api/42/envelope/", singleItem("check_in", `{}`), authHeader(keyA))
 	waitFor(t, 5*time.Second, "a retried envelope", func() bool {
 		up.mu.Lock()

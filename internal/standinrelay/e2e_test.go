@@ -27,8 +27,7 @@ func TestEndToEndWithFakeUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
-	cfgYAML := func(upURL string) string {
+	cfgYAML := func(upURL, port string) string {
 		return fmt.Sprintf(`relay: {mode: managed, upstream: %q, host: 127.0.0.1, port: %s}
 http: {timeout: 5, encoding: zstd}
 outcomes: {emit_outcomes: true, source: e2e}
@@ -54,18 +53,12 @@ logging: {level: info}
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	writeFile(t, dir+"/config.yml", cfgYAML(hs.URL))
+	port := freePort(t) // after the upstream bound its port
+	writeFile(t, dir+"/config.yml", cfgYAML(hs.URL, port))
 
 	p := startBinary(t, "-c", dir, "run")
 	base := "http://127.0.0.1:" + port
-	waitFor(t, 10*time.Second, "ready", func() bool {
-		resp, err := http.Get(base + "/api/relay/healthcheck/ready/")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	p.waitReady(t, base)
 
 	pl, err := pool.Build(context.Background(), pool.Options{Seed: 3, Size: 60, Projects: ps, Encoding: compression.Zstd})
 	if err != nil {

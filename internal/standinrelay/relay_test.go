@@ -622,7 +622,7 @@ func TestRetriesOnNetworkStatuses(t *testing.T) {
 	s := startStandin(t, baseConfig(up.srv.URL))
 	waitFor(t, 5*time.Second, "ready", s.Ready)
 	post(t, envURL(s, 42), singleItem("check_in", `{}`), authHeader(keyA))
-	waitFor(t, 5*time.Second, "delivered after retries", func() bool { return len(up.received()) == 1 })
+	waitFor(t, 5*time.Second, "delivered after retries", func() bool { return len(up.received()) == 1 && s.Stats().Forwarded == 1 })
 	if st := s.Stats(); st.ForwardRetries != 3 || st.Forwarded < 1 {
 		t.Errorf("stats %+v", st)
 	}
