@@ -1,22 +1,3 @@
-// Package standinrelay is a stand-in for Sentry's Relay, used only by
-// relayload's tests. It is a test fixture, not Relay: no Relay binary can be
-// built on the machines these tests run on, so orchestrate's end-to-end tests
-// drive this instead.
-//
-// It speaks the managed-mode client side of relay-protocol.md faithfully:
-// signed registration with backoff and relay-stop handling, the global config
-// poll (nothing is processed before a ready global config), batched v3
-// project-config fetches honouring pending, unchanged, revisions, expiry and
-// query timeouts, the SDK ingest endpoint with Relay's status codes, cached
-// upstream rate limits, forwarding split by processing group with
-// zstd (http.encoding) bodies signed over empty data, retries on network
-// errors, outcome buckets (26.6+ metric_buckets or client reports), the
-// readiness endpoints, StatsD metrics and graceful shutdown.
-//
-// Its event processing is a small imitation (JSON round trip plus a
-// key/value scrubbing pass) whose cost is real and deterministic, so
-// orchestrate's per-envelope CPU figures are reproducible; it says nothing
-// about Relay's own cost.
 package standinrelay
 
 import (
