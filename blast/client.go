@@ -83,7 +83,10 @@ func newFastClient(o clientOptions) *fastClient {
 			MaxIdleConnDuration:      30 * time.Second,
 			MaxResponseBodySize:      1 << 20,
 			DisablePathNormalizing:   true,
-			Dial:                     (&fasthttp.TCPDialer{Concurrency: 0}).Dial,
+			// LIFO reuses the most recent idle connection: after a burst the
+			// extra connections go idle and close instead of all rotating.
+			ConnPoolStrategy: fasthttp.LIFO,
+			Dial:             (&fasthttp.TCPDialer{Concurrency: 0}).Dial,
 		},
 		encoding: o.encoding,
 		timeout:  o.timeout,
