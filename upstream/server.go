@@ -46,6 +46,7 @@
 package upstream
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -718,9 +719,24 @@ func signatureTime(sig string) (time.Time, bool, error) {
 	if !ok {
 		return time.Time{}, false, fmt.Errorf("%w: signature has no header part", relayauth.ErrMalformed)
 	}
-	raw, err := b64.DecodeString(hdr)
+	var buf [96]byte
+	if b64.DecodedLen(len(hdr)) > len(buf) {
+		return time.Time{}, false, fmt.Errorf("%w: signature header too long", relayauth.ErrMalformed)
+	}
+	n, err := b64.Decode(buf[:], []byte(hdr))
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("%w: signature header is not base64url: %v", relayauth.ErrMalformed, err)
+	}
+	raw := buf[:n]
+	// Fast path for the form Relay writes: {"t":"<RFC 3339>"}.
+	if ts, ok := bytes.CutPrefix(raw, []byte(`{"t":"`)); ok {
+		if ts, ok = bytes.CutSuffix(ts, []byte(`"}`)); ok && bytes.IndexByte(ts, '"') < 0 && bytes.IndexByte(ts, '\\') < 0 {
+			t, err := time.Parse(time.RFC3339Nano, string(ts))
+			if err != nil {
+				return time.Time{}, false, fmt.Errorf("%w: signature header t: %v", relayauth.ErrMalformed, err)
+			}
+			return t, true, nil
+		}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
