@@ -554,3 +554,34 @@ func TestForSending(t *testing.T) {
 		}
 	}
 }
+
+// A target that dies mid-run: what was answered counts as OK, the rest by
+// error class; the run still ends on schedule.
+func TestRunTargetDiesMidRun(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			srv := newCountingServer(t)
+			p := testPool(t, 30, compression.Identity)
+			time.AfterFunc(400*time.Millisecond, func() {
+				srv.Listener.Close()
+				srv.CloseClientConnections()
+			})
+			start := time.Now()
+			res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 500, Duration: time.Second,
+				Timeout: 500 * time.Millisecond, Client: client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, res)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if res.Sent != 500 || res.OK == 0 || res.OK > srv.n.Load() || res.Errors[ClassRefused] == 0 {
+				t.Fatalf("sent %d ok %d (server %d) errors %v %q", res.Sent, res.OK, srv.n.Load(), res.Errors, res.ErrorSamples)
+			}
+			srv.Close()
+			waitGoroutines(t, base)
+		})
+	}
+}
