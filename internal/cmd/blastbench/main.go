@@ -108,6 +108,7 @@ func bench() error {
 		clientsS = flag.String("clients", "fasthttp", "blast clients to measure (fasthttp,net/http)")
 		vegetaW  = flag.String("vegeta-workers", "default,128", "vegeta worker configs: default (unbounded) and/or a number for -workers=-max-workers")
 		workDir  = flag.String("dir", "", "work directory (default: a temp dir, removed)")
+		repeat   = flag.Int("repeat", 1, "runs of each blast configuration (the box is noisy: every run is listed)")
 	)
 	flag.Parse()
 	if *blastBin == "" {
@@ -154,12 +155,14 @@ func bench() error {
 	var rows []row
 	for _, rate := range rates {
 		for _, client := range strings.Split(*clientsS, ",") {
-			r, err := runBlast(*blastBin, dir, target, sinkCmd.Process.Pid, rate, client, *duration, *warmup, *poolSize, *encoding, *mix)
-			if err != nil {
-				return err
+			for range max(*repeat, 1) {
+				r, err := runBlast(*blastBin, dir, target, sinkCmd.Process.Pid, rate, client, *duration, *warmup, *poolSize, *encoding, *mix)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, r)
+				printRows(os.Stderr, rows[len(rows)-1:])
 			}
-			rows = append(rows, r)
-			printRows(os.Stderr, rows[len(rows)-1:])
 		}
 	}
 	if *vegeta != "" {
@@ -280,8 +283,8 @@ func runBlast(bin, dir, target string, sinkPID int, rate float64, client string,
 			r.worstWindow = dv
 		}
 	}
-	r.note = fmt.Sprintf("RSS when sending starts %.1f MB (build peak %.0f MB); sending wall %.1fs",
-		float64(poolHWM)/(1<<20), float64(ru.Maxrss)/1024, wall.Seconds())
+	r.note = fmt.Sprintf("RSS when sending starts %.1f MB (build peak %.0f MB); sending wall %.1fs; targets: %s",
+		float64(poolHWM)/(1<<20), float64(ru.Maxrss)/1024, wall.Seconds(), verdict(r))
 	if res.Invalid {
 		r.note += "; INVALID: " + strings.Join(res.InvalidReasons, "; ")
 	}
@@ -289,6 +292,26 @@ func runBlast(bin, dir, target string, sinkPID int, rate float64, client string,
 }
 
 func abs(f float64) float64 { return max(f, -f) }
+
+// verdict checks a blast row against issue 4's targets.
+func verdict(r row) string {
+	mark := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "NO"
+	}
+	v := []string{
+		"achieved>=99.5% " + mark(r.achieved >= 0.995*r.rate),
+		"windows±1% " + mark(r.windows > 0 && abs(r.worstWindow) <= 0.01),
+		"CPU<=35µs " + mark(r.cpuPerReq <= 35*time.Microsecond),
+		"RSS-pool<=64MB " + mark(r.rssMB-r.poolMB <= 64),
+	}
+	if r.rate <= 10000 {
+		v = append(v, "lag p99<=2ms "+mark(r.lagP99 <= 2*time.Millisecond))
+	}
+	return strings.Join(v, ", ")
+}
 
 // vegetaTargets writes vegeta JSON targets (one per line, body base64) from
 // a `blast --dump` of the same pool.
