@@ -196,7 +196,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 		c.cfgGlobal.Add(1)
 		resp.Global = s.globalJSON
 		resp.GlobalStatus = "ready"
-		if s.currentFaults().GlobalPending {
+		if st := s.faults.Load(); st != nil && st.f.GlobalPending {
 			resp.GlobalStatus = "pending"
 			c.globalPendingServed.Add(1)
 		}

@@ -168,10 +168,9 @@ func (s *Server) SetFaults(f Faults) error {
 	if err := f.Validate(); err != nil {
 		return fmt.Errorf("upstream: faults: %w", err)
 	}
+	f = f.clone()
 	if f.Outage != nil {
-		o := *f.Outage
-		o.Until = s.now().Add(time.Duration(o.Duration))
-		f.Outage = &o
+		f.Outage.Until = s.now().Add(time.Duration(f.Outage.Duration))
 	}
 	st := &faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop}
 	s.faultMu.Lock()
@@ -191,9 +190,27 @@ func (s *Server) Faults() Faults {
 
 func (s *Server) currentFaults() Faults {
 	if st := s.faults.Load(); st != nil {
-		return st.f
+		return st.f.clone()
 	}
 	return Faults{}
+}
+
+// clone deep-copies f, so callers never share maps or slices with the
+// state requests read.
+func (f Faults) clone() Faults {
+	if f.Latency != nil {
+		m := make(map[string]Latency, len(f.Latency))
+		for k, v := range f.Latency {
+			m[k] = v
+		}
+		f.Latency = m
+	}
+	f.Inject = append([]Injection(nil), f.Inject...)
+	if f.Outage != nil {
+		o := *f.Outage
+		f.Outage = &o
+	}
+	return f
 }
 
 func (s *Server) random() float64 {
