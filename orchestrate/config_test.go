@@ -183,6 +183,19 @@ func TestFindMaxBisects(t *testing.T) {
 	}
 }
 
+func TestFindMaxStopsWhenHarnessLimited(t *testing.T) {
+	r := &runner{cfg: Config{Rates: []float64{100, 5000}, FindMaxProbes: 8}}
+	fm := r.findMax(t.Context(), Build{Name: "x"}, func(_ Build, _ int, rate float64, _ bool) *Step {
+		if rate > 1000 {
+			return &Step{Rate: rate, Verdict: VerdictHarnessLimited, Reasons: []string{"blast's schedule lag p99 9 ms > 5 ms"}}
+		}
+		return &Step{Rate: rate, Verdict: VerdictKeptUp}
+	})
+	if fm.KeptUp != 100 || fm.FellBehind != 0 || len(fm.Probes) != 2 || !strings.Contains(fm.Stopped, "harness-limited") {
+		t.Errorf("%+v", fm)
+	}
+}
+
 func TestMedianSpread(t *testing.T) {
 	if m := Median([]float64{3, 1, 2}); m != 2 {
 		t.Errorf("median %v", m)

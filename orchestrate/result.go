@@ -273,4 +273,6 @@ type FindMax struct {
 	KeptUp     float64   `json:"kept_up"`
 	FellBehind float64   `json:"fell_behind"`
 	Probes     []float64 `json:"probes"`
+	// Stopped says why the search ended early, if it did.
+	Stopped string `json:"stopped,omitempty"`
 }

@@ -196,10 +196,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (r *runner) findMax(ctx context.Context, b Build, run func(Build, int, float64, bool) *Step) FindMax {
 	lo, hi := math.Min(r.cfg.Rates[0], r.cfg.Rates[1]), math.Max(r.cfg.Rates[0], r.cfg.Rates[1])
 	fm := FindMax{Build: b.Name}
-	probe := func(rate float64) (bool, bool) {
+	// probe runs one step; broken means the search cannot go on: the step
+	// failed, was interrupted, or was harness-limited (the load asked for
+	// was not delivered, so Relay was not judged).
+	probe := func(rate float64) (ok, broken bool) {
 		fm.Probes = append(fm.Probes, rate)
 		st := run(b, 1, rate, true)
-		return st.Verdict == VerdictKeptUp, st.Failed || ctx.Err() != nil
+		switch {
+		case ctx.Err() != nil:
+			fm.Stopped = "interrupted"
+		case st.Failed:
+			fm.Stopped = fmt.Sprintf("the step at %g/s failed: %s", rate, st.Error)
+		case st.Verdict == VerdictHarnessLimited:
+			fm.Stopped = fmt.Sprintf("the step at %g/s was harness-limited (%s)", rate, strings.Join(st.Reasons, "; "))
+		default:
+			return st.Verdict == VerdictKeptUp, false
+		}
+		return false, true
 	}
 	ok, broken := probe(lo)
 	if broken || !ok {

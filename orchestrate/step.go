@@ -114,6 +114,7 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 		stopRelay(grace)
 	}()
 	pid := os.Getpid()
+	var selfRSS uint64 // orchestrate's RSS when Relay was started
 	alive := func() error { return nil }
 	if !harness {
 		creds, err := relayauth.GenerateCredentials(nil)
@@ -149,6 +150,11 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 		if err := relayconfig.Write(cfgDir, conf, creds); err != nil {
 			fail("%v", err)
 			return
+		}
+		if self, err := relayproc.NewSampler(os.Getpid()); err == nil {
+			if smp, err := self.Read(); err == nil {
+				selfRSS = smp.RSS
+			}
 		}
 		proc, err = relayproc.Start(relayproc.Spec{
 			Bin: b.Bin, Args: []string{"-c", cfgDir, "run"}, CPUs: r.cfg.RelayCPUs,
@@ -363,6 +369,19 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	stopRelay(r.cfg.ShutdownTimeout)
 	if harness {
 		st.Memory.RusageMaxRSS = 0 // orchestrate's own process: no exit
+	} else if ru, hwm := st.Memory.RusageMaxRSS, st.Memory.PeakRSS; ru > 0 && hwm > 0 {
+		// getrusage also covers shutdown and the pre-exec image, which is
+		// orchestrate's own memory (see relayproc.StopResult.MaxRSS): it
+		// may exceed VmHWM by that much, and is never below it.
+		const slack = 4 << 20
+		switch {
+		case ru+slack < hwm:
+			st.Notes = append(st.Notes, fmt.Sprintf("getrusage peak RSS %.1f MB is below VmHWM %.1f MB: one of them is wrong",
+				float64(ru)/(1<<20), float64(hwm)/(1<<20)))
+		case ru > max(hwm, selfRSS)+slack:
+			st.Notes = append(st.Notes, fmt.Sprintf("Relay's RSS grew to %.1f MB after the last VmHWM reading (%.1f MB), during the shutdown",
+				float64(ru)/(1<<20), float64(hwm)/(1<<20)))
+		}
 	}
 
 	final := up.Stats()

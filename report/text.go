@@ -41,6 +41,8 @@ func Headline(rep *orchestrate.Report) string {
 		switch {
 		case rate == 0 && len(rep.Steps) == 0:
 			lines = append(lines, name+": nothing was measured.")
+		case fm != nil && fm.KeptUp == 0 && fm.FellBehind == 0:
+			lines = append(lines, fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped))
 		case rate == 0 && verdicts[orchestrate.VerdictFellBehind] == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0:
 			lines = append(lines, fmt.Sprintf("%s could not be judged: in every step blast missed its schedule, so the load was not what was asked (1-minute load average %s; see the reasons below).",
 				name, loadRange(rep)))
@@ -49,6 +51,8 @@ func Headline(rep *orchestrate.Report) string {
 			lines = append(lines, fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, num(low)))
 		case rep.Harness:
 			lines = append(lines, fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", num(best)))
+		case fm != nil && fm.Stopped != "":
+			lines = append(lines, fmt.Sprintf("%s kept up with at least %s envelopes per second; the search stopped there: %s.", name, num(rate), fm.Stopped))
 		case fm != nil && fm.FellBehind > 0:
 			lines = append(lines, fmt.Sprintf("%s kept up with about %s envelopes per second (it fell behind at %s/s).", name, num(rate), num(fm.FellBehind)))
 		case fm != nil:
@@ -129,6 +133,26 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 		fmt.Fprint(w, " ±: half the spread (max−min) between rounds, in % of the median.")
 	}
 	fmt.Fprintln(w)
+
+	if len(rep.FindMax) > 0 {
+		h("Highest rate kept up with (bisection)")
+		t := newTable("build", ">kept up at", ">fell behind at", "probes", "stopped early")
+		for _, fm := range rep.FindMax {
+			var probes []string
+			for _, p := range fm.Probes {
+				probes = append(probes, num(p))
+			}
+			ku, fb := "–", "–"
+			if fm.KeptUp > 0 {
+				ku = num(fm.KeptUp) + "/s"
+			}
+			if fm.FellBehind > 0 {
+				fb = num(fm.FellBehind) + "/s"
+			}
+			t.add(fm.Build, ku, fb, strings.Join(probes, " → "), fm.Stopped)
+		}
+		t.write(w)
+	}
 
 	if len(rep.Comparisons) > 0 {
 		h("Builds compared with " + rep.Comparisons[0].Baseline)
