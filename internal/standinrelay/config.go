@@ -49,6 +49,7 @@ type Config struct {
 	MaxConcurrentQueries  int           // limits.max_concurrent_queries (5)
 	QueryTimeout          time.Duration // limits.query_timeout (30 s)
 	ShutdownTimeout       time.Duration // limits.shutdown_timeout (10 s)
+	IdleTimeout           time.Duration // limits.idle_timeout (0 = none)
 	MaxEnvelopeSize       int64         // limits.max_envelope_size (200 MiB, decoded)
 	MaxEventSize          int64         // limits.max_event_size (1 MiB; event, transaction)
 	MaxCheckInSize        int64         // limits.max_check_in_size (100 KiB)
@@ -149,6 +150,7 @@ type fileConfig struct {
 		MaxConcurrentQueries  *int      `yaml:"max_concurrent_queries"`
 		QueryTimeout          *float64  `yaml:"query_timeout"`
 		ShutdownTimeout       *float64  `yaml:"shutdown_timeout"`
+		IdleTimeout           *float64  `yaml:"idle_timeout"`
 		MaxEnvelopeSize       yaml.Node `yaml:"max_envelope_size"`
 		MaxEventSize          yaml.Node `yaml:"max_event_size"`
 		MaxCheckInSize        yaml.Node `yaml:"max_check_in_size"`
@@ -265,6 +267,7 @@ func ParseConfig(b []byte) (Config, error) {
 	positive("limits.max_concurrent_queries", f.Limits.MaxConcurrentQueries, &c.MaxConcurrentQueries, false)
 	secs("limits.query_timeout", f.Limits.QueryTimeout, &c.QueryTimeout, time.Second, false)
 	secs("limits.shutdown_timeout", f.Limits.ShutdownTimeout, &c.ShutdownTimeout, time.Second, true)
+	secs("limits.idle_timeout", f.Limits.IdleTimeout, &c.IdleTimeout, time.Second, true)
 	for _, sz := range []struct {
 		name string
 		node *yaml.Node

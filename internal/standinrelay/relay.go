@@ -84,10 +84,13 @@ func New(cfg Config, creds relayauth.Credentials, log *Logger) (*Relay, error) {
 	mux.HandleFunc("POST /api/{project_id}/envelope/", r.handleEnvelope)
 	mux.HandleFunc("GET /api/relay/healthcheck/ready/", r.handleReady)
 	mux.HandleFunc("GET /api/relay/healthcheck/live/", r.handleLive)
+	// Like Relay, idle keep-alive connections are not closed unless
+	// limits.idle_timeout is set (limits.keepalive_timeout is a TCP
+	// keep-alive setting there); closing them races with clients reusing them.
 	r.server = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       5 * time.Second, // limits.keepalive_timeout
+		ReadHeaderTimeout: 5 * time.Second, // Relay's CLIENT_HEADER_TIMEOUT
+		IdleTimeout:       cfg.IdleTimeout,
 	}
 	return r, nil
 }
