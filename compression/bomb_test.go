@@ -272,6 +272,9 @@ func TestBombsAreReal(t *testing.T) {
 		t.Logf("%s: %d zero bytes verified in %v", name, n, time.Since(start).Round(time.Millisecond))
 	}
 	for _, b := range small {
+		if b.enc == Brotli {
+			continue // the stored fixture, checked below
+		}
 		var r io.Reader
 		var err error
 		switch b.name {
