@@ -66,6 +66,12 @@ func newHTTPClient(name string, o clientOptions) (httpClient, error) {
 
 const contentType = "application/x-sentry-envelope"
 
+// idleTimeout closes idle connections before a server's keep-alive timeout
+// would (Relay's limits.keepalive_timeout defaults to 5 s): a POST on a
+// connection the server just closed fails and is not retried (it is not
+// idempotent), which would count as a spurious reset.
+const idleTimeout = 3 * time.Second
+
 // fastClient uses one fasthttp.HostClient with as many connections as
 // requests may be in flight, so a request never waits for a connection.
 type fastClient struct {
@@ -80,7 +86,7 @@ func newFastClient(o clientOptions) *fastClient {
 			Addr:                     o.host,
 			MaxConns:                 o.maxInflight,
 			NoDefaultUserAgentHeader: true,
-			MaxIdleConnDuration:      30 * time.Second,
+			MaxIdleConnDuration:      idleTimeout,
 			MaxResponseBodySize:      1 << 20,
 			DisablePathNormalizing:   true,
 			// LIFO reuses the most recent idle connection: after a burst the
@@ -137,7 +143,7 @@ func newNetClient(o clientOptions) *netClient {
 		DialContext:         (&net.Dialer{Timeout: o.timeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        o.maxInflight,
 		MaxIdleConnsPerHost: o.maxInflight,
-		IdleConnTimeout:     30 * time.Second,
+		IdleConnTimeout:     idleTimeout,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
 	}

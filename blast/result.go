@@ -130,12 +130,16 @@ func (r *Result) AchievedRate() float64 {
 }
 
 // ShareRate is the rate this result was meant to achieve: Rate for an
-// unsharded run or a merge of all shards, Rate/Shards for one shard.
+// unsharded run or a merge of all shards, Rate/Shards for one shard, and
+// Rate·Parts/Shards for a merge of some of the shards.
 func (r *Result) ShareRate() float64 {
-	if r.Shard >= 0 && r.Shards > 1 {
+	switch {
+	case r.Shards <= 1:
+		return r.Rate
+	case r.Shard >= 0:
 		return r.Rate / float64(r.Shards)
 	}
-	return r.Rate
+	return r.Rate * float64(min(max(r.Parts, 1), r.Shards)) / float64(r.Shards)
 }
 
 // WindowDeviations returns, for each full measured second (warm-up and the
@@ -183,7 +187,8 @@ func (r *Result) finish() {
 
 // Merge combines the results of several processes (shards of one shared
 // schedule, or separate runs): counters add, sketches and windows merge
-// exactly; Elapsed is the longest. The inputs are not modified.
+// exactly; Elapsed is the longest. Windows are aligned by second since each
+// process's own start. The inputs are not modified.
 func Merge(rs ...*Result) (*Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("blast: merge: no results")
