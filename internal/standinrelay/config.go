@@ -26,11 +26,12 @@ type Config struct {
 	Host     string   // relay.host
 	Port     int      // relay.port (0 = any free port)
 
-	HTTPTimeout      time.Duration        // http.timeout (5 s)
-	Encoding         compression.Encoding // http.encoding (zstd)
-	AuthInterval     time.Duration        // http.auth_interval (600 s)
-	RetryDelay       time.Duration        // http.retry_delay (1 s)
-	MaxRetryInterval time.Duration        // http.max_retry_interval (60 s)
+	HTTPTimeout       time.Duration        // http.timeout (5 s)
+	Encoding          compression.Encoding // http.encoding (zstd)
+	AuthInterval      time.Duration        // http.auth_interval (600 s)
+	RetryDelay        time.Duration        // http.retry_delay (1 s)
+	MaxRetryInterval  time.Duration        // http.max_retry_interval (60 s)
+	OutageGracePeriod time.Duration        // http.outage_grace_period (10 s)
 
 	EmitOutcomes  OutcomeMode // outcomes.emit_outcomes (as_client_reports)
 	OutcomeSource string      // outcomes.source
@@ -88,6 +89,7 @@ func DefaultConfig() Config {
 		AuthInterval:          600 * time.Second,
 		RetryDelay:            time.Second,
 		MaxRetryInterval:      60 * time.Second,
+		OutageGracePeriod:     10 * time.Second,
 		EmitOutcomes:          OutcomesAsClientReports,
 		BucketInterval:        10 * time.Second,
 		InitialDelay:          30 * time.Second,
@@ -128,6 +130,7 @@ type fileConfig struct {
 		AuthInterval     *float64 `yaml:"auth_interval"`
 		RetryDelay       *float64 `yaml:"retry_delay"`
 		MaxRetryInterval *float64 `yaml:"max_retry_interval"`
+		OutageGrace      *float64 `yaml:"outage_grace_period"`
 	} `yaml:"http"`
 	Outcomes struct {
 		EmitOutcomes yaml.Node `yaml:"emit_outcomes"`
@@ -241,6 +244,7 @@ func ParseConfig(b []byte) (Config, error) {
 	secs("http.auth_interval", f.HTTP.AuthInterval, &c.AuthInterval, time.Second, false)
 	secs("http.retry_delay", f.HTTP.RetryDelay, &c.RetryDelay, time.Second, false)
 	secs("http.max_retry_interval", f.HTTP.MaxRetryInterval, &c.MaxRetryInterval, time.Second, false)
+	secs("http.outage_grace_period", f.HTTP.OutageGrace, &c.OutageGracePeriod, time.Second, true)
 	if f.HTTP.Encoding != nil {
 		e, err := compression.ParseEncoding(*f.HTTP.Encoding)
 		if err != nil {

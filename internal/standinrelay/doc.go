@@ -24,7 +24,9 @@
 //   - forwarding split by processing group, with a rewritten envelope header,
 //     http.encoding bodies, X-Sentry-Auth, and a signature over empty data;
 //     retries on network errors and 502/503/504, other failures dropped as
-//     received; at most limits.max_concurrent_requests in flight;
+//     received; at most limits.max_concurrent_requests in flight; outage
+//     mode after http.outage_grace_period of network errors (upstream
+//     traffic pauses, GET /api/0/relays/live/ polled with backoff);
 //   - outcomes as 26.6+ c:outcomes/… metric buckets (emit_outcomes: true) or
 //     as client reports (as_client_reports), aggregated per bucket interval;
 //   - readiness and liveness endpoints, StatsD metrics, graceful shutdown
@@ -41,8 +43,8 @@
 //     (no transaction or session metrics are sent), metrics aggregation of
 //     SDK metric items (forwarded as they came), spans, replays beyond
 //     pass-through, attachments beyond pass-through;
-//   - outage mode (polling /api/0/relays/live/), global metrics,
-//     legacy (≤ 26.5) HTTP outcomes, the disk spool, memory-based health;
+//   - global metrics, legacy (≤ 26.5) HTTP outcomes, the disk spool,
+//     memory-based health; registration is not paused by outage mode;
 //   - other ingest routes (store, minidump, security, OTLP, …), downstream
 //     relays, the public-keys endpoint;
 //   - readiness is computed on every request instead of every 3 s.

@@ -45,8 +45,13 @@ func (r *Relay) send(ctx context.Context, er *envelopeRequest, route string) {
 		return
 	}
 	for {
+		if err := r.outage.wait(ctx); err != nil {
+			r.stats.forwardLost.Add(1)
+			return
+		}
 		start := time.Now()
 		res, err := r.up.sendEnvelope(ctx, er, compressed)
+		r.noteUpstream(err)
 		status := strconv.Itoa(res.status)
 		r.metrics.Timing("upstream.requests.duration", time.Since(start), "route:envelope", "status_code:"+status)
 		if err == nil {

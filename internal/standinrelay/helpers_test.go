@@ -37,6 +37,9 @@ type testUpstream struct {
 	pending         map[string]int                        // key → answer pending this many times
 	answerUnchanged bool                                  // answer "unchanged" when revisions match
 	envelopeHook    func(n int, env *receivedEnvelope) (status int, hdr http.Header)
+	liveStatus      func() int // GET /api/0/relays/live/, called with mu held (nil: 200)
+	liveChecks      int
+	down            bool // answer 503 to everything but the live check
 	// records
 	relays        map[string]relayauth.PublicKey
 	challenges    int
@@ -107,7 +110,24 @@ func (u *testUpstream) serve(w http.ResponseWriter, req *http.Request) {
 		u.fail("read body: %v", err)
 		return
 	}
+	u.mu.Lock()
+	down := u.down
+	u.mu.Unlock()
 	switch {
+	case down && req.URL.Path != "/api/0/relays/live/":
+		writeJSON(w, 503, map[string]string{"detail": "down"})
+	case req.URL.Path == "/api/0/relays/live/":
+		if req.Method != http.MethodGet || req.Header.Get("X-Sentry-Relay-Id") == "" {
+			u.fail("live check %s without relay id %q", req.Method, req.Header.Get("X-Sentry-Relay-Id"))
+		}
+		u.mu.Lock()
+		u.liveChecks++
+		status := 200
+		if u.liveStatus != nil {
+			status = u.liveStatus()
+		}
+		u.mu.Unlock()
+		writeJSON(w, status, map[string]bool{"is_healthy": status == 200})
 	case req.URL.Path == "/api/0/relays/register/challenge/":
 		u.challenge(w, req, body)
 	case req.URL.Path == "/api/0/relays/register/response/":

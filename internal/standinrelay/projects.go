@@ -231,9 +231,13 @@ func (c *projectCache) fetchBatch(ctx context.Context, keys []string) {
 	}
 	c.mu.Unlock()
 	body, _ := json.Marshal(req)
+	if err := c.r.outage.wait(ctx); err != nil {
+		return
+	}
 	start := time.Now()
 	var resp projectResponse
 	err := c.r.up.query(ctx, "/api/0/relays/projectconfigs/?version=3", body, &resp)
+	c.r.noteUpstream(err)
 	c.r.stats.projectRequests.Add(1)
 	c.r.metrics.Timing("project_state.request.duration", time.Since(start))
 	now := time.Now()
@@ -380,9 +384,13 @@ func (r *Relay) runGlobalConfig(ctx context.Context) {
 		if err := r.auth.wait(ctx); err != nil {
 			return
 		}
+		if err := r.outage.wait(ctx); err != nil {
+			return
+		}
 		start := time.Now()
 		var resp globalResponse
 		err := r.up.query(ctx, "/api/0/relays/projectconfigs/?version=3", body, &resp)
+		r.noteUpstream(err)
 		r.stats.globalRequests.Add(1)
 		r.metrics.Timing("global_config.requests.duration", time.Since(start))
 		switch {

@@ -29,6 +29,7 @@ type Relay struct {
 	metrics *statsd
 
 	auth     *auth
+	outage   *outage
 	projects *projectCache
 	buffer   *buffer
 	limits   *rateLimits
@@ -62,6 +63,7 @@ func New(cfg Config, creds relayauth.Credentials, log *Logger) (*Relay, error) {
 		up:        up,
 		decoder:   compression.NewDecoder(cfg.MaxEnvelopeSize),
 		auth:      newAuth(),
+		outage:    newOutage(),
 		buffer:    newBuffer(cfg.MaxBufferedEnvelopes, cfg.MaxBufferedBytes),
 		limits:    newRateLimits(),
 		outcomes:  newOutcomeAggregator(cfg.BucketInterval),
@@ -258,6 +260,7 @@ type counters struct {
 	globalRequests, projectRequests, projectRequestErrors atomic.Int64
 	projectPending, projectUnchanged                      atomic.Int64
 	outcomes, outcomeEnvelopes                            atomic.Int64
+	outages, liveChecks                                   atomic.Int64
 }
 
 func (c *counters) countStatus(status int) {
@@ -307,6 +310,8 @@ type Stats struct {
 	Outcomes           int64            `json:"outcomes"`          // outcome quantity recorded
 	OutcomeEnvelopes   int64            `json:"outcome_envelopes"` // outcome envelopes sent
 	OutcomeRowsDropped int64            `json:"outcome_rows_dropped"`
+	Outages            int64            `json:"outages"`     // times outage mode began
+	LiveChecks         int64            `json:"live_checks"` // GET /api/0/relays/live/ sent
 	Buffered           int              `json:"buffered"`
 	WaitingForConfig   int              `json:"waiting_for_config"`
 	Auth               string           `json:"auth"`
@@ -335,6 +340,7 @@ func (r *Relay) Stats() Stats {
 		GlobalRequests: c.globalRequests.Load(), ProjectRequests: c.projectRequests.Load(), ProjectErrors: c.projectRequestErrors.Load(),
 		ProjectPending: c.projectPending.Load(), ProjectUnchanged: c.projectUnchanged.Load(),
 		Outcomes: c.outcomes.Load(), OutcomeEnvelopes: c.outcomeEnvelopes.Load(), OutcomeRowsDropped: dropped,
+		Outages: c.outages.Load(), LiveChecks: c.liveChecks.Load(),
 		Buffered: held, WaitingForConfig: waiting, Auth: r.auth.get().String(), GlobalConfig: r.globalReady.Load(),
 	}
 }

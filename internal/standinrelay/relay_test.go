@@ -742,3 +742,42 @@ func TestSignatureCheckedWithRelayKey(t *testing.T) {
 		t.Fatal("signature by another key verified")
 	}
 }
+
+func TestOutageMode(t *testing.T) {
+	up := newTestUpstream(t)
+	up.project(keyA, 42, 7, "r")
+	up.liveStatus = func() int {
+		if up.down { // called with up.mu held
+			return 503
+		}
+		return 404 // any non-network answer ends the outage
+	}
+	cfg := strings.Replace(baseConfig(up.srv.URL), "http:\n", "http:\n  outage_grace_period: 0.3\n", 1)
+	cfg = strings.Replace(cfg, "logging:", "limits:\n  shutdown_timeout: 0.2\nlogging:", 1)
+	s := startStandin(t, cfg)
+	waitFor(t, 5*time.Second, "ready", s.Ready)
+	post(t, envURL(s, 42), singleItem("check_in", `{}`), authHeader(keyA))
+	waitFor(t, 5*time.Second, "project config", func() bool { st, _ := s.projects.status(keyA); return st == projectEnabled })
+	up.mu.Lock()
+	up.down = true
+	up.mu.Unlock()
+	post(t, envURL(s, 42), singleItem("check_in", `{}`), authHeader(keyA))
+	waitFor(t, 5*time.Second, "outage mode", func() bool { return s.Stats().Outages == 1 })
+	// In outage mode upstream traffic (retries, global config polls) stops;
+	// only live checks go on, with a 1 s backoff.
+	time.Sleep(100 * time.Millisecond)
+	up.mu.Lock()
+	g := up.globalReqs
+	up.mu.Unlock()
+	waitFor(t, 5*time.Second, "a live check", func() bool { up.mu.Lock(); defer up.mu.Unlock(); return up.liveChecks >= 1 })
+	up.mu.Lock()
+	if up.globalReqs > g+1 {
+		t.Errorf("global config polls went on in outage mode: %d → %d", g, up.globalReqs)
+	}
+	up.down = false
+	up.mu.Unlock()
+	waitFor(t, 10*time.Second, "delivered after the outage", func() bool { return len(up.received()) == 2 })
+	if st := s.Stats(); st.Outages != 1 || st.LiveChecks < 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
