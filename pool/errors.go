@@ -217,7 +217,7 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	w := g.payload()
 	w.open()
 	w.kstr("event_id", id)
-	w.kfloat("timestamp", ts, 3)
+	w.kfixed("timestamp", int64(ts*1000), 3)
 	w.kstr("platform", p.name)
 	level := "error"
 	switch x := g.r.IntN(10); {
@@ -431,7 +431,7 @@ func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 	for j := 0; j < n; j++ {
 		t := t0 + step*(float64(j)+0.9*g.r.Float64())
 		w.open()
-		w.kfloat("timestamp", t, 3)
+		w.kfixed("timestamp", int64(t*1000), 3)
 		kind := g.r.IntN(5)
 		if j == plant {
 			kind = 0

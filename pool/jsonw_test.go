@@ -74,3 +74,18 @@ func viaEncodingJSON(t *testing.T, s string) string {
 	}
 	return back
 }
+
+func TestFixed(t *testing.T) {
+	for _, c := range []struct {
+		v    int64
+		d    int
+		want string
+	}{{1767225600123456, 6, "1767225600.123456"}, {1767225600000001, 6, "1767225600.000001"}, {1767225600000000, 6, "1767225600.000000"},
+		{1767225600120, 3, "1767225600.120"}, {5, 3, "0.005"}, {42, 0, "42"}, {100000, 6, "0.100000"}} {
+		var w jw
+		w.fixed(c.v, c.d)
+		if string(w.b) != c.want {
+			t.Errorf("fixed(%d, %d) = %s, want %s", c.v, c.d, w.b, c.want)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 		t += g.r.Float64() * 0.1
 		lv := levels[g.r.IntN(len(levels))]
 		w.open()
-		w.kfloat("timestamp", t, 6)
+		w.kfixed("timestamp", int64(t*1e6), 6)
 		w.kstr("trace_id", traceID)
 		if g.r.IntN(2) == 0 {
 			w.kstr("span_id", g.hexID(16))
