@@ -39,7 +39,8 @@ func newAgentTable(o *Options) *agentTable {
 }
 
 // pick returns the agent of the entry at index i: Zipf-ranked from the
-// table, or the entry's own unique agent.
+// table (drawn from g's stream), or the entry's own unique agent (drawn
+// from a stream of its own, leaving g's untouched).
 func (t *agentTable) pick(g *gen, i int) useragent.Agent {
 	if t.unique {
 		return useragent.Generate(stream(t.seed, saltUA, uint64(i)), true, uint64(i))

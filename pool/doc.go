@@ -73,7 +73,7 @@
 //     one "sessions" item with 1–30 per-minute aggregate buckets; attrs
 //     release, environment, ip_address {{auto}}, user_agent.
 //   - checkins: pairs of consecutive entries sharing check_in_id (and
-//     project, agent, slug): in_progress, then ok (80%) or error with a
+//     project, slug, and agent unless agents are unique): in_progress, then ok (80%) or error with a
 //     duration; 30% of monitors send monitor_config (crontab or interval).
 //   - logs: one "log" container (content_type
 //     application/vnd.sentry.items.log+json, item_count = records) with 1–100
@@ -105,7 +105,7 @@
 // come from package useragent (Chrome, Mobile Safari, Edge, Firefox,
 // Samsung, Opera, crawlers, legacy browsers, app clients, tools): a table
 // of UserAgents distinct agents drawn with Zipf, or with UniqueUserAgents
-// one agent per entry that no other entry has (check-in pairs share one).
+// one agent per entry that no other entry has.
 // The agent is where Relay reads it (event request.headers User-Agent,
 // session attrs.user_agent, log attribute user_agent.original) and in
 // Entry.UserAgent for the HTTP header. Entry.ForwardedFor is a public IPv4

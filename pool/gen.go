@@ -59,7 +59,9 @@ func (g *gen) build(i int, s slot, e *Entry, enc *compression.Encoder) error {
 	g.seed(s.base)
 	c := ctx{index: i}
 	c.project = g.zipf(len(g.o.Projects))
-	c.agent = g.agents.pick(g, s.base)
+	// A check-in pair shares its drawn agent, but a unique agent is per
+	// entry (drawn from its own stream, so the pair's other draws agree).
+	c.agent = g.agents.pick(g, i)
 	c.ip = publicIP(g.r)
 
 	var env envelope.Envelope

@@ -735,9 +735,6 @@ func TestUserAgents(t *testing.T) {
 	p := build(t, Options{Seed: 9, Size: size, UniqueUserAgents: true, Mix: Mix{Session: 1, CheckIn: 1}})
 	seen := make(map[string]int, size)
 	for i, e := range p.Entries {
-		if e.Kind == CheckIn {
-			continue // a pair is one job run: both halves share an agent
-		}
 		if j, dup := seen[e.UserAgent]; dup {
 			t.Fatalf("entries %d and %d share agent %q", j, i, e.UserAgent)
 		}
