@@ -46,11 +46,19 @@ func newStatsd(addr, prefix string) (*statsd, error) {
 // metricKey identifies an aggregated counter or gauge.
 type metricKey struct{ name, tags string }
 
+// tagReplacer keeps tag text (e.g. reasons from SDK client reports) from
+// breaking the line format.
+var tagReplacer = strings.NewReplacer(",", "_", "|", "_", "#", "_", "\n", "_", "@", "_")
+
 func formatTags(tags []string) string {
 	if len(tags) == 0 {
 		return ""
 	}
-	return "|#" + strings.Join(tags, ",")
+	clean := make([]string, len(tags))
+	for i, t := range tags {
+		clean[i] = tagReplacer.Replace(t)
+	}
+	return "|#" + strings.Join(clean, ",")
 }
 
 // Count adds n to a counter. tags are "key:value" strings.

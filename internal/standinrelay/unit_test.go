@@ -234,6 +234,7 @@ func TestStatsdLines(t *testing.T) {
 	s.Count("event.accepted", 1)
 	s.Count("event.accepted", 2)
 	s.Gauge("buffer.envelopes_count", 3)
+	s.Count("events.outcomes", 1, "reason:a,b|c#d")
 	s.flush()
 	var lines []string
 	buf := make([]byte, 2048)
@@ -249,14 +250,15 @@ func TestStatsdLines(t *testing.T) {
 		lines = append(lines, strings.Split(string(buf[:n]), "\n")...)
 		pc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 	}
-	if len(lines) != 42 {
+	if len(lines) != 43 {
 		t.Fatalf("%d lines: %q", len(lines), lines)
 	}
 	count := map[string]int{}
 	for _, l := range lines {
 		count[l]++
 	}
-	if count["sentry.relay.requests.duration:1.2|ms|#route:envelope"] != 40 || count["sentry.relay.event.accepted:3|c"] != 1 || count["sentry.relay.buffer.envelopes_count:3|g"] != 1 {
+	if count["sentry.relay.requests.duration:1.2|ms|#route:envelope"] != 40 || count["sentry.relay.event.accepted:3|c"] != 1 || count["sentry.relay.buffer.envelopes_count:3|g"] != 1 ||
+		count["sentry.relay.events.outcomes:1|c|#reason:a_b_c_d"] != 1 {
 		t.Errorf("lines %v", count)
 	}
 }
