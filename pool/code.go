@@ -28,7 +28,7 @@ func (g *gen) codeLine(lang byte) []byte {
 		case 8:
 			return g.cat("")
 		case 9:
-			return g.cat("    # ", g.verb(), " the ", a, " before ", g.verb(), "ing ", b)
+			return g.cat("    # ", g.verb(), " the ", a, " before ", gerund(g.verb()), " ", b)
 		case 10:
 			return g.cat("def ", g.snake(), "(self, ", a, ", ", b, "=None, **kwargs):")
 		}
@@ -48,7 +48,7 @@ func (g *gen) codeLine(lang byte) []byte {
 		case 5:
 			return g.cat("")
 		case 6:
-			return g.cat("  // ", g.verb(), " ", a, " before ", g.verb(), "ing ", b)
+			return g.cat("  // ", g.verb(), " ", a, " before ", gerund(g.verb()), " ", b)
 		case 7:
 			return g.cat("  set", title(a), "(prev => ({ ...prev, ", b, ": ", n, " }));")
 		case 8:
@@ -76,7 +76,7 @@ func (g *gen) codeLine(lang byte) []byte {
 		case 5:
 			return g.cat("\tfor _, ", a[:1], " := range ", b, "s {")
 		case 6:
-			return g.cat("\t// ", g.verb(), " the ", a, " before ", g.verb(), "ing ", b)
+			return g.cat("\t// ", g.verb(), " the ", a, " before ", gerund(g.verb()), " ", b)
 		case 7:
 			return g.cat("func (s *", title(a), "Service) ", title(g.camel()), "(ctx context.Context, id int64) error {")
 		case 8:

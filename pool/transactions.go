@@ -277,7 +277,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 		w.kfixed("start_timestamp", s.start, 6)
 		w.kfixed("timestamp", s.end, 6)
 		w.kstr("status", g.pickS(spanStatus))
-		w.kstrs("origin", "auto.", g.pickS([]string{"db", "http", "function", "cache"}), ".", p.name)
+		w.kstr("origin", spanOrigin(s.kind, p))
 		w.obj("data")
 		switch s.kind {
 		case 'd':
@@ -303,7 +303,14 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 			w.kint("http.decoded_response_content_length", int64(g.r.IntN(2000000)))
 			w.kstr("resource.render_blocking_status", g.pickS([]string{"blocking", "non-blocking"}))
 		default:
-			w.kstr("thread.name", g.pickS([]string{"MainThread", "main", "worker-1", "http-nio-8080-exec-3"}))
+			switch p.lang {
+			case 'p':
+				w.kstr("thread.name", "MainThread")
+			case 'J':
+				w.kstrs("thread.name", "http-nio-8080-exec-", g.itoa(1+g.r.IntN(200)))
+			case 'j':
+				w.kstr("thread.name", "main")
+			}
 		}
 		if si == plant {
 			w.kstr("password", g.cv(cvSpanDataPassword, i))
@@ -388,4 +395,19 @@ func (g *gen) pickStatus() int {
 		return 400 + g.r.IntN(104)
 	}
 	return 200 + g.r.IntN(2)
+}
+
+// spanOrigin names the instrumentation that would have made a span.
+func spanOrigin(kind byte, p *platform) string {
+	switch kind {
+	case 'd':
+		return "auto.db." + p.name
+	case 'h':
+		return "auto.http." + p.name
+	case 'c':
+		return "auto.cache." + p.name
+	case 'r', 'b':
+		return "auto.resource.browser.metrics"
+	}
+	return "manual"
 }

@@ -135,7 +135,7 @@ func (g *gen) urlPath() (path, route string) {
 func (g *gen) sentence() string {
 	switch g.r.IntN(8) {
 	case 0:
-		return g.s(title(g.verb()), "ing ", g.noun(), " ", g.itoa(g.r.IntN(100000)), " for ", g.noun(), " ", g.itoa(g.r.IntN(5000)))
+		return g.s(title(gerund(g.verb())), " ", g.noun(), " ", g.itoa(g.r.IntN(100000)), " for ", g.noun(), " ", g.itoa(g.r.IntN(5000)))
 	case 1:
 		return g.s(title(g.noun()), " ", g.adjective(), " after ", g.itoa(g.r.IntN(3000)), "ms")
 	case 2:
@@ -150,4 +150,28 @@ func (g *gen) sentence() string {
 		return g.s("Cache miss for ", g.noun(), ":", g.itoa(g.r.IntN(100000)))
 	}
 	return g.s("Finished ", g.snake(), " in ", strconv.FormatFloat(g.r.Float64()*900, 'f', 1, 64), " ms")
+}
+
+// gerunds of the verbs whose -ing form is not verb+"ing" (read-only).
+var gerunds = func() map[string]string {
+	m := map[string]string{}
+	for _, v := range verbs {
+		switch {
+		case v == "get" || v == "run" || v == "map" || v == "stop" || v == "ship" || v == "split" || v == "emit" ||
+			v == "commit" || v == "submit":
+			m[v] = v + v[len(v)-1:] + "ing"
+		case strings.HasSuffix(v, "e") && !strings.HasSuffix(v, "ee"):
+			m[v] = v[:len(v)-1] + "ing"
+		default:
+			m[v] = v + "ing"
+		}
+	}
+	return m
+}()
+
+func gerund(v string) string {
+	if g, ok := gerunds[v]; ok {
+		return g
+	}
+	return v + "ing"
 }
