@@ -586,8 +586,9 @@ func (g *gen) contexts(w *jw, p *platform, c *ctx, traceID, spanID string) {
 	if p.server {
 		w.obj("os")
 		w.kstr("name", "Linux")
-		w.kstr("version", g.pickS([]string{"6.1.0", "5.15.0", "6.8.0"}))
-		w.kstr("kernel_version", g.pickS([]string{"6.1.0-28-cloud-amd64", "5.15.0-1071-aws", "6.8.0-1019-gcp"}))
+		k := g.r.IntN(3)
+		w.kstr("version", [...]string{"6.1.0", "5.15.0", "6.8.0"}[k])
+		w.kstr("kernel_version", [...]string{"6.1.0-28-cloud-amd64", "5.15.0-1071-aws", "6.8.0-1019-gcp"}[k])
 		w.close()
 	}
 	if p.mobile {
