@@ -109,6 +109,7 @@ func bench() error {
 		vegetaW  = flag.String("vegeta-workers", "default,128", "vegeta worker configs: default (unbounded) and/or a number for -workers=-max-workers")
 		workDir  = flag.String("dir", "", "work directory (default: a temp dir, removed)")
 		repeat   = flag.Int("repeat", 1, "runs of each blast configuration (the box is noisy: every run is listed)")
+		upBin    = flag.String("upstream", "", "fake-upstream binary: use it (decoding and counting every envelope) as the sink instead of the null sink")
 	)
 	flag.Parse()
 	if *blastBin == "" {
@@ -132,19 +133,29 @@ func bench() error {
 		rates = append(rates, r)
 	}
 
-	// The sink: this binary in sink mode, a separate process.
+	// The sink: this binary in sink mode (or fake-upstream), a separate process.
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	sinkCmd := exec.Command(self, "sink")
+	sinkName := "null fasthttp sink"
+	if *upBin != "" {
+		// blast's default --seed and --projects: the same projects.
+		sinkCmd = exec.Command(*upBin, "--listen", "127.0.0.1:0", "--seed", "1", "--projects", "100")
+		sinkName = "fake-upstream"
+	}
 	sinkIn, _ := sinkCmd.StdinPipe()
 	sinkOut, _ := sinkCmd.StdoutPipe()
 	sinkCmd.Stderr = os.Stderr
 	if err := sinkCmd.Start(); err != nil {
 		return err
 	}
-	defer func() { sinkIn.Close(); _ = sinkCmd.Wait() }()
+	defer func() {
+		sinkIn.Close()
+		_ = sinkCmd.Process.Signal(os.Interrupt)
+		_ = sinkCmd.Wait()
+	}()
 	addr, err := bufio.NewReader(sinkOut).ReadString('\n')
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
@@ -181,8 +192,8 @@ func bench() error {
 			}
 		}
 	}
-	fmt.Printf("\n%d-envelope %s pool, mix %s, %s measured after %s warm-up; null fasthttp sink in its own process; loopback; %d CPUs\n",
-		*poolSize, *encoding, *mix, *duration, *warmup, numCPU())
+	fmt.Printf("\n%d-envelope %s pool, mix %s, %s measured after %s warm-up; %s in its own process; loopback; %d CPUs\n",
+		*poolSize, *encoding, *mix, *duration, *warmup, sinkName, numCPU())
 	printRows(os.Stdout, rows)
 	return nil
 }
