@@ -28,7 +28,7 @@
 //	transactions  end 0.05–20 s before Now; 30 ms–3 s long (server), 0.5–8 s (browser)
 //	sessions      started 1–120 min before Now, timestamp between started and Now;
 //	              aggregates: one bucket per minute for the last 1–30 minutes
-//	logs          5–15 s before Now, ascending
+//	logs          ascending, from 15–25 s to at least 5 s before Now
 //	check-ins     no timestamps (Relay stamps them)
 //
 // # Kinds

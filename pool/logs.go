@@ -33,7 +33,7 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 	release, environment := g.release(c), g.environment()
 	host := g.noun() + "-" + g.hexID(5)
 	emailAt, pwAt := g.r.IntN(n), g.r.IntN(n)
-	t := g.now - 5 - g.r.Float64()*10
+	t := g.now - 15 - g.r.Float64()*10 // ≤ 100 records × ≤ 0.1 s: the last ends ≥ 5 s before Now
 	traceID := g.uuid()
 	i := c.index
 

@@ -954,3 +954,19 @@ func checkDuplicateKeys(dec *json.Decoder) error {
 	}
 	return err
 }
+
+// TestLogTimes: records ascend and never pass Now.
+func TestLogTimes(t *testing.T) {
+	p := build(t, Options{Seed: 8, Size: 300, Mix: Mix{Log: 1}})
+	now := float64(testNow.Unix())
+	for i := range p.Entries {
+		prev := 0.0
+		for _, r := range decode(t, p, i, 0)["items"].([]any) {
+			ts := r.(map[string]any)["timestamp"].(float64)
+			if ts < prev || ts > now || ts < now-60 {
+				t.Fatalf("%d: log timestamp %v (prev %v, now %v)", i, ts, prev, now)
+			}
+			prev = ts
+		}
+	}
+}
