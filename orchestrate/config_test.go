@@ -252,3 +252,26 @@ func TestPointVerdict(t *testing.T) {
 		}
 	}
 }
+
+func TestSummarizeIgnoresUnjudgedRounds(t *testing.T) {
+	cfg := Config{Builds: []Build{{Name: "a", Bin: "/x"}, {Name: "b", Bin: "/y"}}}
+	st := func(b string, rate float64, v string, msPerEnv float64) *Step {
+		return &Step{Build: b, Rate: rate, Verdict: v, CPU: CPU{MsPerEnv: msPerEnv, NetCores: msPerEnv * rate / 1000}}
+	}
+	rep := &Report{KeptUpWith: map[string]float64{}, Steps: []*Step{
+		st("a", 100, VerdictKeptUp, 1.0), st("b", 100, VerdictKeptUp, 0.8),
+		st("a", 200, VerdictHarnessLimited, 1.1), st("b", 200, VerdictKeptUp, 0.9),
+		st("a", 100, VerdictKeptUp, 1.2), st("b", 100, VerdictKeptUp, 0.8),
+		st("a", 200, VerdictKeptUp, 0.9), st("b", 200, VerdictFellBehind, 0.9),
+	}}
+	summarize(rep, cfg)
+	if rep.KeptUpWith["a"] != 200 || rep.KeptUpWith["b"] != 100 {
+		t.Errorf("kept up with %v, want a 200 (a harness-limited round is not judged), b 100", rep.KeptUpWith)
+	}
+	if len(rep.Summary) != 4 || rep.Summary[0].MsPerEnv != 1.1 || rep.Summary[0].MsPerEnvSpread < 18 || rep.Summary[0].MsPerEnvSpread > 18.2 {
+		t.Errorf("summary[0] %+v", rep.Summary[0])
+	}
+	if len(rep.Comparisons) != 2 || rep.Comparisons[0].Rate != 100 || rep.Comparisons[0].MsPerEnvChange > -27 || rep.Comparisons[0].MsPerEnvChange < -28 {
+		t.Errorf("comparisons %+v", rep.Comparisons)
+	}
+}

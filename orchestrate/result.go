@@ -243,11 +243,14 @@ type Point struct {
 	Shutdown     float64   `json:"shutdown_s"`
 	Gap          float64   `json:"gap"`
 	// Spread of NetCores and MsPerEnv across rounds, in percent of the median.
-	CoresSpread    float64  `json:"cores_spread_pct"`
-	MsPerEnvSpread float64  `json:"ms_per_envelope_spread_pct"`
-	KeptUp         int      `json:"kept_up"`
-	Verdict        string   `json:"verdict"`
-	Reasons        []string `json:"reasons,omitempty"`
+	CoresSpread    float64 `json:"cores_spread_pct"`
+	MsPerEnvSpread float64 `json:"ms_per_envelope_spread_pct"`
+	KeptUp         int     `json:"kept_up"`
+	// KeptUpJudged: every round that could be judged kept up (harness-
+	// limited rounds are not judged), and at least one did.
+	KeptUpJudged bool     `json:"kept_up_judged"`
+	Verdict      string   `json:"verdict"`
+	Reasons      []string `json:"reasons,omitempty"`
 }
 
 // Comparison is one build against the baseline at one rate.

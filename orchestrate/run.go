@@ -469,9 +469,15 @@ func summarize(rep *Report, cfg Config) {
 			p.MsPerEnvSpread = spread(func(s *Step) float64 { return s.CPU.MsPerEnv })
 		}
 		p.Verdict = pointVerdict(groups[k])
+		p.KeptUpJudged = p.KeptUp > 0
+		for _, st := range groups[k] {
+			if st.Verdict != VerdictKeptUp && st.Verdict != VerdictHarnessLimited {
+				p.KeptUpJudged = false
+			}
+		}
 		rep.Summary = append(rep.Summary, p)
 		byKey[k] = p
-		if p.Verdict == VerdictKeptUp && p.Rate > rep.KeptUpWith[k.build] {
+		if p.KeptUpJudged && p.Rate > rep.KeptUpWith[k.build] {
 			rep.KeptUpWith[k.build] = p.Rate
 		}
 	}

@@ -157,6 +157,7 @@ func latencyChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 
 func rssChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 	p := newPlot(who(rep)+" resident memory during each step", "seconds since blast started", "RSS (MB)")
+	p.Legend.Top, p.Legend.Left = false, false // memory grows: the bottom right stays clear
 	steps := rep.Steps
 	if len(steps) > 12 { // keep the chart readable: first round only
 		var first []*orchestrate.Step

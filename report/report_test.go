@@ -51,10 +51,10 @@ func sample() *orchestrate.Report {
 		Verdict: orchestrate.VerdictFailed, Error: "relay exited with status 101 during the step", LogTail: "thread 'main' panicked"})
 	rep.Failed = 1
 	rep.Summary = []*orchestrate.Point{
-		{Build: "today", Rate: 200, Runs: 2, AchievedRate: 200, AcceptedRate: 200, NetCores: 0.5, MsPerEnv: 2.5, IdleCores: 0.01, Latency: orchestrate.Quantiles{P50: 1, P90: 3, P99: 9, Max: 40}, Verdict: orchestrate.VerdictKeptUp},
+		{Build: "today", Rate: 200, Runs: 2, AchievedRate: 200, AcceptedRate: 200, NetCores: 0.5, MsPerEnv: 2.5, IdleCores: 0.01, Latency: orchestrate.Quantiles{P50: 1, P90: 3, P99: 9, Max: 40}, Verdict: orchestrate.VerdictKeptUp, KeptUpJudged: true},
 		{Build: "today", Rate: 500, Runs: 2, AchievedRate: 500, AcceptedRate: 500, NetCores: 1.25, MsPerEnv: 2.5, Latency: orchestrate.Quantiles{P50: 2, P90: 30, P99: 2000, Max: 2500}, Verdict: orchestrate.VerdictFellBehind},
 		{Build: "fast", Rate: 200, Runs: 2, AchievedRate: 200, AcceptedRate: 200, NetCores: 0.4, MsPerEnv: 2, Latency: orchestrate.Quantiles{P50: 1, P90: 2, P99: 5, Max: 9}, Verdict: orchestrate.VerdictKeptUp},
-		{Build: "fast", Rate: 500, Runs: 2, AchievedRate: 500, AcceptedRate: 499, NetCores: 1, MsPerEnv: 2, Latency: orchestrate.Quantiles{P50: 1, P90: 2, P99: 6, Max: 12}, Verdict: orchestrate.VerdictKeptUp},
+		{Build: "fast", Rate: 500, Runs: 2, AchievedRate: 500, AcceptedRate: 499, NetCores: 1, MsPerEnv: 2, Latency: orchestrate.Quantiles{P50: 1, P90: 2, P99: 6, Max: 12}, Verdict: orchestrate.VerdictKeptUp, KeptUpJudged: true},
 	}
 	rep.Comparisons = []orchestrate.Comparison{{Build: "fast", Baseline: "today", Rate: 200, BaseCores: 0.5, Cores: 0.4, CoresChange: -20, BaseMsPerEnv: 2.5, MsPerEnv: 2, MsPerEnvChange: -20}}
 	return rep
@@ -138,7 +138,7 @@ func TestHeadlineHarness(t *testing.T) {
 	rep := &orchestrate.Report{Harness: true, Setup: orchestrate.Setup{Builds: []orchestrate.Build{{Name: "harness"}}, Rates: []float64{1000, 5000}},
 		KeptUpWith: map[string]float64{"harness": 5000},
 		Steps:      []*orchestrate.Step{{}},
-		Summary:    []*orchestrate.Point{{Build: "harness", Rate: 5000, AcceptedRate: 4998, Verdict: orchestrate.VerdictKeptUp}}}
+		Summary:    []*orchestrate.Point{{Build: "harness", Rate: 5000, AcceptedRate: 4998, Verdict: orchestrate.VerdictKeptUp, KeptUpJudged: true}}}
 	if h := Headline(rep); h != "The harness on its own moves 4,998 envelopes per second (the highest rate tried that it kept up with)." {
 		t.Errorf("headline %q", h)
 	}

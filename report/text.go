@@ -18,7 +18,7 @@ func Headline(rep *orchestrate.Report) string {
 		best := 0.0
 		rate := rep.KeptUpWith[b.Name]
 		for _, p := range rep.Summary {
-			if p.Build == b.Name && p.Rate == rate && p.Verdict == orchestrate.VerdictKeptUp {
+			if p.Build == b.Name && p.Rate == rate && p.KeptUpJudged {
 				best = p.AcceptedRate
 			}
 		}
@@ -43,9 +43,12 @@ func Headline(rep *orchestrate.Report) string {
 			lines = append(lines, name+": nothing was measured.")
 		case fm != nil && fm.KeptUp == 0 && fm.FellBehind == 0:
 			lines = append(lines, fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped))
-		case rate == 0 && verdicts[orchestrate.VerdictFellBehind] == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0:
+		case rate == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0 && verdicts[orchestrate.VerdictKeptUp] == 0 && verdicts[orchestrate.VerdictFellBehind] == 0:
 			lines = append(lines, fmt.Sprintf("%s could not be judged: in every step blast missed its schedule, so the load was not what was asked (1-minute load average %s; see the reasons below).",
 				name, loadRange(rep)))
+		case rate == 0 && verdicts[orchestrate.VerdictKeptUp] > 0:
+			lines = append(lines, fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
+				verdicts[orchestrate.VerdictKeptUp], stepsOf(rep, b.Name)))
 		case rate == 0:
 			low := slices.Min(rep.Setup.Rates)
 			lines = append(lines, fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, num(low)))
@@ -374,4 +377,14 @@ func loadRange(rep *orchestrate.Report) string {
 		return "unknown"
 	}
 	return fmt.Sprintf("%.1f–%.1f on %d CPUs", lo, hi, rep.Host.CPUs)
+}
+
+func stepsOf(rep *orchestrate.Report, build string) int {
+	n := 0
+	for _, st := range rep.Steps {
+		if st.Build == build {
+			n++
+		}
+	}
+	return n
 }
