@@ -16,11 +16,11 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/orchestrate/relayconfig"
+	"github.com/relayload/relayload/orchestrate/relayproc"
 	"github.com/relayload/relayload/pool"
 )
 
@@ -89,6 +89,9 @@ type Config struct {
 	// RelayCPUs pins Relay with taskset (a cpu list such as "1" or "0-1");
 	// limits.max_thread_count is set to the number of CPUs in it.
 	RelayCPUs string
+	// HarnessCPUs pins orchestrate itself (blast, fake upstream) to a CPU
+	// list. Empty: when RelayCPUs is set, the CPUs left over; "none": never.
+	HarnessCPUs string
 	// RelayConfig overrides are merged into the generated config.yml.
 	RelayConfig relayconfig.Config
 	// RelayLogLevel is Relay's logging.level (default info).
@@ -231,6 +234,11 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("relay cpus: %v", err)
 		}
 	}
+	if c.HarnessCPUs != "" && c.HarnessCPUs != "none" {
+		if _, err := CountCPUs(c.HarnessCPUs); err != nil {
+			return bad("harness cpus: %v", err)
+		}
+	}
 	if c.StatsD != "" && c.StatsDListen != "" {
 		return bad("--statsd and --statsd-listen are exclusive")
 	}
@@ -260,20 +268,6 @@ func (c Config) withDefaults() (Config, error) {
 
 // CountCPUs counts the CPUs in a taskset list such as "0", "0-3" or "0,2-3".
 func CountCPUs(list string) (int, error) {
-	n := 0
-	for part := range strings.SplitSeq(list, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		var a, b int
-		if _, err := fmt.Sscanf(lo, "%d", &a); err != nil || a < 0 || fmt.Sprint(a) != lo {
-			return 0, fmt.Errorf("cpu list %q: bad entry %q", list, part)
-		}
-		b = a
-		if isRange {
-			if _, err := fmt.Sscanf(hi, "%d", &b); err != nil || b < a || fmt.Sprint(b) != hi {
-				return 0, fmt.Errorf("cpu list %q: bad range %q", list, part)
-			}
-		}
-		n += b - a + 1
-	}
-	return n, nil
+	cpus, err := relayproc.ParseCPUList(list)
+	return len(cpus), err
 }

@@ -53,6 +53,7 @@ type Setup struct {
 	UniqueUserAgents bool              `json:"unique_user_agents,omitempty"`
 	Encoding         string            `json:"encoding"`
 	RelayCPUs        string            `json:"relay_cpus,omitempty"`
+	HarnessCPUs      string            `json:"harness_cpus,omitempty"`
 	Fault            *Fault            `json:"fault,omitempty"`
 	PoolBytes        map[string]int64  `json:"pool_bytes,omitempty"`
 	RelayConfig      map[string]any    `json:"relay_config_overrides,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/orchestrate/relayproc"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/statsd"
@@ -73,12 +74,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.RelayCPUs != "" {
 		r.threads, _ = CountCPUs(cfg.RelayCPUs)
 	}
+	harnessCPUs, restore, err := r.pinHarness()
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
 	rep := &Report{Started: time.Now(), Harness: cfg.Harness(), Host: hostInfo(), KeptUpWith: map[string]float64{}}
 	rep.Setup = Setup{
 		Builds: cfg.Builds, Rates: cfg.Rates, Rounds: cfg.Rounds, FindMax: cfg.FindMax,
 		Duration: cfg.Duration, Warmup: cfg.Warmup, Idle: cfg.Idle, Seed: cfg.Seed, Projects: cfg.Projects,
 		PoolSize: cfg.PoolSize, UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents,
-		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
+		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
 		StatsDMetrics: cfg.StatsDMetrics,
 	}
 	if rep.Setup.Encoding == "" {
@@ -190,6 +196,58 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, ctx.Err()
 	}
 	return rep, nil
+}
+
+// pinHarness keeps orchestrate (blast, fake upstream) off Relay's CPUs:
+// it pins every thread to HarnessCPUs, or to the CPUs Relay does not use,
+// and sets GOMAXPROCS to match. restore undoes both.
+func (r *runner) pinHarness() (cpus string, restore func(), err error) {
+	restore = func() {}
+	if r.cfg.HarnessCPUs == "none" || r.cfg.RelayCPUs == "" && r.cfg.HarnessCPUs == "" {
+		return "", restore, nil
+	}
+	self := os.Getpid()
+	allowed, err := relayproc.Affinity(self)
+	if err != nil {
+		return "", restore, err
+	}
+	inAllowed := func(list []int, what string) error {
+		for _, c := range list {
+			if !slices.Contains(allowed, c) {
+				return fmt.Errorf("%w: %s: CPU %d is not available (allowed: %s)", ErrConfig, what, c, relayproc.FormatCPUList(allowed))
+			}
+		}
+		return nil
+	}
+	relay, _ := relayproc.ParseCPUList(r.cfg.RelayCPUs)
+	if err := inAllowed(relay, "--relay-cpus"); r.cfg.RelayCPUs != "" && err != nil {
+		return "", restore, err
+	}
+	var harness []int
+	if r.cfg.HarnessCPUs != "" {
+		harness, _ = relayproc.ParseCPUList(r.cfg.HarnessCPUs)
+		if err := inAllowed(harness, "--harness-cpus"); err != nil {
+			return "", restore, err
+		}
+	} else {
+		for _, c := range allowed {
+			if !slices.Contains(relay, c) {
+				harness = append(harness, c)
+			}
+		}
+		if len(harness) == 0 {
+			r.note("Relay's CPUs are all the CPUs there are: blast and the fake upstream share them with Relay")
+			return "", restore, nil
+		}
+	}
+	if err := relayproc.PinProcess(self, harness); err != nil {
+		return "", restore, err
+	}
+	prev := runtime.GOMAXPROCS(len(harness))
+	return relayproc.FormatCPUList(harness), func() {
+		_ = relayproc.PinProcess(self, allowed)
+		runtime.GOMAXPROCS(prev)
+	}, nil
 }
 
 // findMax bisects between the two rates for the highest one b keeps up with.

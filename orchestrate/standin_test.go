@@ -2,14 +2,20 @@ package orchestrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/orchestrate/relayproc"
 )
 
 var (
@@ -330,4 +336,48 @@ func TestPerfRecording(t *testing.T) {
 		t.Errorf("perf report: %v\n%s", err, out)
 	}
 	t.Logf("perf %+v; notes %v", st.Perf, rep.Notes)
+}
+
+func TestPinning(t *testing.T) {
+	allowed, err := relayproc.Affinity(os.Getpid())
+	if err != nil || len(allowed) < 2 {
+		t.Skipf("needs 2 CPUs: %v %v", allowed, err)
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset")
+	}
+	procs := runtime.GOMAXPROCS(0)
+	bin := standin(t)
+	cfg := quick(50)
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.Keep = true
+	cfg.RelayCPUs = strconv.Itoa(allowed[1])
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if st.Failed {
+		t.Fatalf("%s\n%s", st.Error, st.LogTail)
+	}
+	if want := relayproc.FormatCPUList(slices.DeleteFunc(slices.Clone(allowed), func(c int) bool { return c == allowed[1] })); rep.Setup.HarnessCPUs != want {
+		t.Errorf("harness CPUs %q, want %q", rep.Setup.HarnessCPUs, want)
+	}
+	b, err := os.ReadFile(filepath.Join(st.Dir, "config", "config.yml"))
+	if err != nil || !strings.Contains(string(b), "max_thread_count: 1") {
+		t.Errorf("config.yml lacks max_thread_count 1 (%v):\n%s", err, b)
+	}
+	// Run restores orchestrate's own affinity and GOMAXPROCS.
+	if now, _ := relayproc.Affinity(os.Getpid()); !slices.Equal(now, allowed) {
+		t.Errorf("affinity %v after Run, want %v", now, allowed)
+	}
+	if runtime.GOMAXPROCS(0) != procs {
+		t.Errorf("GOMAXPROCS %d after Run, want %d", runtime.GOMAXPROCS(0), procs)
+	}
+	// A CPU that does not exist is a config error, before anything starts.
+	cfg.RelayCPUs = "999"
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
+		t.Errorf("relay CPU 999: %v", err)
+	}
 }

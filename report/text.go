@@ -321,7 +321,11 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 	fmt.Fprintf(w, "Each step: fresh fake upstream and %s, warm-up, %s idle, %s blast warm-up (discarded), %s measured, drain, shutdown.",
 		map[bool]string{true: "no Relay (blast → fake upstream)", false: "Relay"}[rep.Harness], s.Idle, s.Warmup, s.Duration)
 	if s.RelayCPUs != "" {
-		fmt.Fprintf(w, " Relay pinned to CPUs %s.", s.RelayCPUs)
+		fmt.Fprintf(w, " Relay pinned to CPUs %s", s.RelayCPUs)
+		if s.HarnessCPUs != "" {
+			fmt.Fprintf(w, ", blast and the fake upstream to CPUs %s", s.HarnessCPUs)
+		}
+		fmt.Fprint(w, ".")
 	} else if !rep.Harness {
 		fmt.Fprint(w, " Relay not pinned: it shares the CPUs with blast and the fake upstream.")
 	}

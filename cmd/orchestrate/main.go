@@ -72,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		keep       = fs.Bool("keep", false, "keep the work directory (configs, Relay logs)")
 		relayConf  = fs.String("relay-config", "", "YAML file merged into the generated config.yml (null removes a key)")
 		relayCPUs  = fs.String("relay-cpus", "", "pin Relay with taskset -c CPUS; sets limits.max_thread_count to match")
+		harnCPUs   = fs.String("harness-cpus", "", "pin blast and the fake upstream to CPUS (default with --relay-cpus: the other CPUs; \"none\": never)")
 		logLevel   = fs.String("relay-log-level", "info", "Relay's logging.level")
 		perfFile   = fs.String("perf", "", "record Relay with perf over each measured window into FILE")
 		callGraph  = fs.String("call-graph", "dwarf", "perf --call-graph mode: dwarf, lbr or fp")
@@ -116,7 +117,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Rounds: *rounds, FindMax: *findMax, Duration: *duration, Warmup: *warmup, Idle: *idle,
 		ReadyTimeout: *readyTO, ShutdownTimeout: *shutTO, WarmupTimeout: *warmTO, DrainTimeout: *drainTO,
 		Seed: *seed, Projects: *nProjects, PoolSize: *poolSize, UserAgents: *userAgents, UniqueUserAgents: *uniqueUA,
-		RelayCPUs: *relayCPUs, RelayLogLevel: *logLevel, StatsD: *statsdAddr, StatsDListen: *statsdLsn,
+		RelayCPUs: *relayCPUs, HarnessCPUs: *harnCPUs, RelayLogLevel: *logLevel, StatsD: *statsdAddr, StatsDListen: *statsdLsn,
 		StatsDMetrics: metrics, Keep: *keep, MaxP99: *maxP99, MaxInflight: *maxInfl, Timeout: *timeout,
 	}
 	if !*quiet {

@@ -286,3 +286,39 @@ func TestResetPeakRSS(t *testing.T) {
 		t.Errorf("VmHWM %d before reset, %d after (64 MiB freed)", before, after)
 	}
 }
+
+func TestCPUList(t *testing.T) {
+	for in, want := range map[string]string{"0": "0", "0-3": "0-3", "3,0-1": "3,0-1", "1,2,3,5": "1-3,5"} {
+		cpus, err := ParseCPUList(in)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if got := FormatCPUList(cpus); got != want {
+			t.Errorf("%q → %v → %q, want %q", in, cpus, got, want)
+		}
+	}
+	for _, in := range []string{"", "a", "3-1", "1,,2", "-1", "01", "5000"} {
+		if _, err := ParseCPUList(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestPinProcess(t *testing.T) {
+	orig, err := Affinity(os.Getpid())
+	if err != nil || len(orig) < 2 {
+		t.Skipf("need 2 CPUs: %v %v", orig, err)
+	}
+	p, _ := startFake(t, "burn", "")
+	if err := PinProcess(p.PID(), orig[:1]); err != nil {
+		t.Fatal(err)
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.PID()))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", p.PID(), task.Name()))
+		if !strings.Contains(string(b), fmt.Sprintf("Cpus_allowed_list:\t%d\n", orig[0])) {
+			t.Errorf("thread %s not pinned", task.Name())
+		}
+	}
+}
