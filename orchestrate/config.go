@@ -27,7 +27,7 @@ import (
 // Defaults for zero Config fields.
 const (
 	DefaultDuration        = 30 * time.Second
-	DefaultWarmup          = 3 * time.Second
+	DefaultWarmup          = 2 * time.Second
 	DefaultIdle            = 5 * time.Second
 	DefaultReadyTimeout    = 30 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second
