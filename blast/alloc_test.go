@@ -73,7 +73,7 @@ func newTestRunner(t testing.TB, client string, addr string) (*runner, sender) {
 	}
 	r := &runner{cfg: cfg, clock: newRealClock()}
 	r.prepare(u.String())
-	r.client, err = newHTTPClient(client, clientOptions{host: u.Host, encoding: "zstd", timeout: time.Second, maxInflight: 16})
+	r.client, err = newHTTPClient(client, clientOptions{host: u.Host, encoding: "zstd", timeout: time.Second, maxConns: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,10 +48,10 @@ type sender interface {
 }
 
 type clientOptions struct {
-	host        string // host:port
-	encoding    string // Content-Encoding; "" for identity
-	timeout     time.Duration
-	maxInflight int
+	host     string // host:port
+	encoding string // Content-Encoding; "" for identity
+	timeout  time.Duration
+	maxConns int
 }
 
 func newHTTPClient(name string, o clientOptions) (httpClient, error) {
@@ -72,8 +72,8 @@ const contentType = "application/x-sentry-envelope"
 // idempotent), which would count as a spurious reset.
 const idleTimeout = 3 * time.Second
 
-// fastClient uses one fasthttp.HostClient with as many connections as
-// requests may be in flight, so a request never waits for a connection.
+// fastClient uses one fasthttp.HostClient with up to maxConns connections;
+// requests beyond wait for one (bounded by the request timeout).
 type fastClient struct {
 	hc       *fasthttp.HostClient
 	encoding string
@@ -84,7 +84,8 @@ func newFastClient(o clientOptions) *fastClient {
 	return &fastClient{
 		hc: &fasthttp.HostClient{
 			Addr:                     o.host,
-			MaxConns:                 o.maxInflight,
+			MaxConns:                 o.maxConns,
+			MaxConnWaitTimeout:       o.timeout, // DoTimeout's own deadline ends the wait first
 			NoDefaultUserAgentHeader: true,
 			MaxIdleConnDuration:      idleTimeout,
 			MaxResponseBodySize:      1 << 20,
@@ -135,8 +136,9 @@ func (s *fastSender) send(r *request) (int, error) {
 	return s.resp.StatusCode(), nil
 }
 
-// netClient uses net/http with a Transport tuned for one host: as many idle
-// connections as requests in flight, no transparent response decompression.
+// netClient uses net/http with a Transport tuned for one host: up to
+// maxConns connections, all kept idle between requests, no transparent
+// response decompression.
 type netClient struct {
 	c        *http.Client
 	tr       *http.Transport
@@ -146,8 +148,9 @@ type netClient struct {
 func newNetClient(o clientOptions) *netClient {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: o.timeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        o.maxInflight,
-		MaxIdleConnsPerHost: o.maxInflight,
+		MaxIdleConns:        o.maxConns,
+		MaxIdleConnsPerHost: o.maxConns,
+		MaxConnsPerHost:     o.maxConns,
 		IdleConnTimeout:     idleTimeout,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
@@ -224,6 +227,7 @@ func classify(err error) int {
 		errors.Is(err, net.ErrClosed): // net/http: the peer reset while we were still writing
 		return 1
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
+		errors.Is(err, fasthttp.ErrNoFreeConns), // waited --timeout for a connection
 		errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &te) && te.Timeout():
 		return 2

@@ -16,6 +16,7 @@ import (
 const (
 	DefaultDuration    = 10 * time.Second
 	DefaultMaxInflight = 4096
+	DefaultMaxConns    = 512
 	DefaultConcurrency = 64
 	DefaultTimeout     = 5 * time.Second
 	DefaultSDKClient   = "relayload-blast/1.0"
@@ -58,6 +59,12 @@ type Config struct {
 	// MaxInflight bounds requests in flight; a slot due while MaxInflight
 	// requests are outstanding is dropped and counted, never queued.
 	MaxInflight int
+	// MaxConns bounds connections to the target (default DefaultMaxConns,
+	// at most MaxInflight). Requests beyond it wait for a free connection
+	// inside the client, and the wait counts in their latency; without the
+	// bound, a stall of a few hundred ms made blast dial thousands of
+	// connections at once, which cost more than the stall itself.
+	MaxConns int
 	// Shard i of Shards sends the global slots k ≡ i (mod Shards).
 	Shard, Shards int
 
@@ -101,8 +108,8 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	if c.Duration < 0 || c.Count < 0 || c.Warmup < 0 || c.Timeout < 0 || c.Grace < 0 {
 		return bad("negative duration, count, warmup, timeout or grace")
 	}
-	if c.Concurrency < 0 || c.MaxInflight < 0 {
-		return bad("negative concurrency or max-inflight")
+	if c.Concurrency < 0 || c.MaxInflight < 0 || c.MaxConns < 0 {
+		return bad("negative concurrency, max-inflight or max-conns")
 	}
 	if c.Shards == 0 && c.Shard == 0 {
 		c.Shards = 1
@@ -121,6 +128,13 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	}
 	if c.Rate == 0 && c.Concurrency > c.MaxInflight {
 		c.MaxInflight = c.Concurrency
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	c.MaxConns = min(c.MaxConns, c.MaxInflight)
+	if c.Rate == 0 {
+		c.MaxConns = max(c.MaxConns, c.Concurrency)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout

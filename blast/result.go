@@ -63,8 +63,9 @@ type Result struct {
 	OKByKind     map[pool.Kind]int64 `json:"ok_by_kind"`
 
 	// Latency runs from the intended send time to the response (no
-	// coordinated omission); Service from the actual send; Lag is actual
-	// minus intended send (≥ 0). Latency and Service cover requests that
+	// coordinated omission); Service from the actual send (the request
+	// handed to the HTTP client, so it includes dialing and waiting for one
+	// of MaxConns connections); Lag is actual minus intended send (≥ 0). Latency and Service cover requests that
 	// got a response, Lag every sent request. Unit: ms, α = 0.01.
 	Latency *Sketch `json:"latency"`
 	Lag     *Sketch `json:"lag"`

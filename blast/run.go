@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		enc = string(e)
 	}
 	r.client, err = newHTTPClient(cfg.Client, clientOptions{
-		host: target.Host, encoding: enc, timeout: cfg.Timeout, maxInflight: cfg.MaxInflight,
+		host: target.Host, encoding: enc, timeout: cfg.Timeout, maxConns: cfg.MaxConns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -586,6 +587,43 @@ func TestRunTargetDiesMidRun(t *testing.T) {
 			}
 			srv.Close()
 			waitGoroutines(t, base)
+		})
+	}
+}
+
+// MaxConns bounds connections; requests beyond wait for one, and the wait
+// shows in latency (from the intended time), not as drops or errors.
+func TestRunMaxConns(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) {
+			var cur, peak atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := cur.Add(1)
+				defer cur.Add(-1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				io.Copy(io.Discard, r.Body)
+				time.Sleep(40 * time.Millisecond)
+			}))
+			defer srv.Close()
+			p := testPool(t, 20, compression.Identity)
+			res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 200, Count: 60, MaxConns: 2, Timeout: exact, Client: client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, res)
+			if res.OK != 60 || res.Dropped != 0 || peak.Load() > 2 {
+				t.Fatalf("ok %d dropped %d, server saw %d concurrent requests (want <= 2)", res.OK, res.Dropped, peak.Load())
+			}
+			// 60 requests × 40 ms over 2 connections take ≥ 1.2 s, the
+			// schedule 0.3 s: the queueing shows in latency.
+			if res.Latency.Max() < 800*time.Millisecond || res.Service.Max() < 40*time.Millisecond {
+				t.Errorf("latency max %v service max %v: waiting for a connection not counted", res.Latency.Max(), res.Service.Max())
+			}
 		})
 	}
 }

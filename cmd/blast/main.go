@@ -78,6 +78,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		dump         = fs.String("dump", "", "write the pool to this directory (envelopes + manifest.json) and exit")
 		concurrency  = fs.Int("concurrency", blast.DefaultConcurrency, "closed-loop workers with --rate max")
 		maxInflight  = fs.Int("max-inflight", blast.DefaultMaxInflight, "requests in flight at most; slots beyond are dropped")
+		maxConns     = fs.Int("max-conns", blast.DefaultMaxConns, "connections to the target at most; requests beyond wait for one (counted in latency)")
 		shardS       = fs.String("shard", "0/1", "send shard i of N of the shared schedule (slots k with k mod N = i)")
 		progress     = fs.Bool("progress", false, "print a progress line every second on stderr (default: when stderr is a terminal)")
 		timeout      = fs.Duration("timeout", blast.DefaultTimeout, "per-request timeout")
@@ -124,8 +125,8 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("--zipf-s %v: want > 1", *zipfS)}
 	case *userAgents < 1:
 		return usageError{fmt.Errorf("--user-agents %d: want >= 1", *userAgents)}
-	case *concurrency < 1 || *maxInflight < 1:
-		return usageError{errors.New("--concurrency and --max-inflight must be >= 1")}
+	case *concurrency < 1 || *maxInflight < 1 || *maxConns < 1:
+		return usageError{errors.New("--concurrency, --max-inflight and --max-conns must be >= 1")}
 	case *client != blast.ClientFastHTTP && *client != blast.ClientNetHTTP:
 		return usageError{fmt.Errorf("--client %q: want fasthttp or net/http", *client)}
 	}
@@ -171,7 +172,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 
 	cfg := blast.Config{
 		Target: *target, Pool: p, Rate: rate, Concurrency: *concurrency, Duration: *duration, Count: *count,
-		Warmup: *warmup, MaxInflight: *maxInflight, Shard: shard, Shards: shards, Timeout: *timeout,
+		Warmup: *warmup, MaxInflight: *maxInflight, MaxConns: *maxConns, Shard: shard, Shards: shards, Timeout: *timeout,
 		Grace: *grace, Client: *client, SDKClient: *sdkClient,
 	}
 	if *progress || isTerminal(os.Stderr) {
