@@ -46,7 +46,6 @@
 package upstream
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -659,13 +658,11 @@ func (s *Server) authRelay(req *http.Request, c *counters, data []byte, cacheabl
 func (s *Server) cacheSignature(rl *relay, sig string, now time.Time) {
 	expiry := int64(math.MaxInt64)
 	if s.cfg.MaxSignatureAge > 0 {
-		t, ok, err := signatureTime(sig)
+		t, err := relayauth.CheckSignatureTime(sig, 0, now)
 		if err != nil {
 			return
 		}
-		if ok {
-			expiry = t.Add(s.cfg.MaxSignatureAge).UnixNano()
-		}
+		expiry = t.Add(s.cfg.MaxSignatureAge).UnixNano()
 	}
 	if rl.nSigs.Load() >= maxCachedSignatures {
 		// Full: sweep expired entries, at most once a second (a Relay signs
@@ -692,69 +689,13 @@ func (s *Server) cacheSignature(rl *relay, sig string, now time.Time) {
 }
 
 // checkSignatureForm checks what can be checked without Ed25519: the value's
-// shape and the timestamp's age.
+// shape, its header and the timestamp's age (relayauth's rules).
 func (s *Server) checkSignatureForm(sig string, now time.Time) (time.Time, *httpError) {
-	sigPart, _, ok := strings.Cut(sig, ".")
-	if !ok || len(sigPart) != 86 {
-		return time.Time{}, signatureError(fmt.Errorf("%w: signature value is not <86 chars>.<header>", relayauth.ErrMalformed))
-	}
-	t, hasT, err := signatureTime(sig)
+	t, err := relayauth.CheckSignatureTime(sig, s.cfg.MaxSignatureAge, now)
 	if err != nil {
-		return time.Time{}, signatureError(err)
-	}
-	if hasT && s.cfg.MaxSignatureAge > 0 {
-		if t.Before(now.Add(-s.cfg.MaxSignatureAge)) {
-			return t, signatureError(fmt.Errorf("%w: signature older than %s", relayauth.ErrExpired, s.cfg.MaxSignatureAge))
-		}
-		if t.After(now.Add(time.Minute)) {
-			return t, signatureError(fmt.Errorf("%w: signature time in the future", relayauth.ErrExpired))
-		}
+		return t, signatureError(err)
 	}
 	return t, nil
-}
-
-// signatureTime reads "t" from the header part of a signature value.
-func signatureTime(sig string) (time.Time, bool, error) {
-	_, hdr, ok := strings.Cut(sig, ".")
-	if !ok {
-		return time.Time{}, false, fmt.Errorf("%w: signature has no header part", relayauth.ErrMalformed)
-	}
-	var buf [96]byte
-	if b64.DecodedLen(len(hdr)) > len(buf) {
-		return time.Time{}, false, fmt.Errorf("%w: signature header too long", relayauth.ErrMalformed)
-	}
-	n, err := b64.Decode(buf[:], []byte(hdr))
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("%w: signature header is not base64url: %v", relayauth.ErrMalformed, err)
-	}
-	raw := buf[:n]
-	// Fast path for the form Relay writes: {"t":"<RFC 3339>"}.
-	if ts, ok := bytes.CutPrefix(raw, []byte(`{"t":"`)); ok {
-		if ts, ok = bytes.CutSuffix(ts, []byte(`"}`)); ok && bytes.IndexByte(ts, '"') < 0 && bytes.IndexByte(ts, '\\') < 0 {
-			t, err := time.Parse(time.RFC3339Nano, string(ts))
-			if err != nil {
-				return time.Time{}, false, fmt.Errorf("%w: signature header t: %v", relayauth.ErrMalformed, err)
-			}
-			return t, true, nil
-		}
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return time.Time{}, false, fmt.Errorf("%w: signature header is not a JSON object", relayauth.ErrMalformed)
-	}
-	tr, ok := fields["t"]
-	if !ok || string(tr) == "null" {
-		return time.Time{}, false, nil
-	}
-	var ts string
-	if err := json.Unmarshal(tr, &ts); err != nil {
-		return time.Time{}, false, fmt.Errorf("%w: signature header t is not a string", relayauth.ErrMalformed)
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("%w: signature header t: %v", relayauth.ErrMalformed, err)
-	}
-	return t, true, nil
 }
 
 // signatureError maps a relayauth error to an answer and a counted reason.
