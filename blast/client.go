@@ -30,7 +30,6 @@ type request struct {
 	ua, xff string
 	body    []byte // pre-encoded; never modified
 	kind    uint8  // index into runner.kinds
-	project int32
 }
 
 // httpClient makes senders; one sender per worker goroutine, each used by

@@ -158,7 +158,7 @@ func (r *runner) prepare(base string) {
 		}
 		r.reqs[i] = request{
 			url: urls[e.Project], auth: auths[e.Project], ua: e.UserAgent, xff: e.ForwardedFor,
-			body: e.Body, kind: ki, project: int32(e.Project),
+			body: e.Body, kind: ki,
 		}
 	}
 }

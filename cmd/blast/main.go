@@ -148,6 +148,9 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		UserAgents: *userAgents, UniqueUserAgents: *uniqueUA, Encoding: enc, Now: time.Now(),
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return err // interrupted while building
+		}
 		return usageError{err}
 	}
 	if *dump != "" {
