@@ -28,7 +28,7 @@ type recorder struct {
 
 	latency, lag, service *Sketch
 
-	win    window // this goroutine's part of second winIdx
+	win    window // this recorder's part of second winIdx
 	winIdx int
 }
 
