@@ -1,13 +1,10 @@
 package upstream
 
 import (
-	"encoding/base64"
 	"net/http"
 
 	"github.com/relayload/relayload/relayauth"
 )
-
-var b64 = base64.RawURLEncoding
 
 // maxPublicKeyLen is Sentry's limit on public_key in a challenge.
 const maxPublicKeyLen = 64

@@ -14,12 +14,14 @@ import (
 
 func errorsIsExpired(err error) bool { return errors.Is(err, relayauth.ErrExpired) }
 
-// DefaultFeatures are the project features a load test needs: logs are
+// DefaultFeatures returns the project features a load test needs: logs are
 // dropped silently by a managed Relay without ourlogs-ingestion
 // (envelopes.md §1.6), standalone spans without standalone-span-ingestion.
-var DefaultFeatures = []string{
-	"organizations:ourlogs-ingestion",
-	"organizations:standalone-span-ingestion",
+func DefaultFeatures() []string {
+	return []string{
+		"organizations:ourlogs-ingestion",
+		"organizations:standalone-span-ingestion",
+	}
 }
 
 // DataScrubbing is config.datascrubbingSettings (envelopes.md §3.1): Sentry's
@@ -73,7 +75,7 @@ func InboundFilterSettings() map[string]any {
 
 // projectConfig is the config shared by every project.
 func (s *Server) projectConfig() ProjectConfig {
-	features := DefaultFeatures
+	features := DefaultFeatures()
 	if s.cfg.Features != nil {
 		features = s.cfg.Features
 	}

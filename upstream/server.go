@@ -147,6 +147,7 @@ type Server struct {
 	secret  []byte
 	dec     *compression.Decoder
 	bufs    sync.Pool // *[]byte
+	writers sync.Pool // *statusWriter
 	sums    sync.Pool // *envelope.Summary
 	sampleN atomic.Uint64
 	// slots bounds the requests that hold body buffers at once (reading,
@@ -307,8 +308,6 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (hijack).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-var writerPool = sync.Pool{New: func() any { return new(statusWriter) }}
-
 // route classifies a request path; projectID is set for envelope routes.
 func route(path string) (r int, projectID string) {
 	switch path {
@@ -381,7 +380,10 @@ func (s *Server) acquire() *counters {
 func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
-	w := writerPool.Get().(*statusWriter)
+	w, _ := s.writers.Get().(*statusWriter)
+	if w == nil {
+		w = new(statusWriter)
+	}
 	w.ResponseWriter, w.status = rw, 0
 	r, projectID := route(req.URL.Path)
 	defer func() {
@@ -400,7 +402,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 			c.requests[r][status].Add(1)
 		}
 		w.ResponseWriter = nil
-		writerPool.Put(w)
+		s.writers.Put(w)
 	}()
 	if s.hook != nil {
 		s.hook(req)
