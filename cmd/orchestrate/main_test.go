@@ -144,3 +144,12 @@ func TestSIGINT(t *testing.T) {
 		})
 	}
 }
+
+func TestPerfMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no perf (nor anything else) on PATH
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--rates", "100", "--relay-bin", "/bin/true", "--perf", filepath.Join(t.TempDir(), "x.data")}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "needs the perf tool") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
