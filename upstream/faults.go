@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -32,6 +33,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	var f float64
 	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("duration: want \"250ms\" or seconds, got %s", b)
+	}
+	// Outside ±2^63 ns the conversion to an integer is undefined.
+	if math.Abs(f) >= float64(math.MaxInt64)/float64(time.Second) {
+		return fmt.Errorf("duration: %s seconds is out of range", b)
 	}
 	*d = Duration(f * float64(time.Second))
 	return nil
@@ -129,7 +134,9 @@ func (f *Faults) Validate() error {
 		if l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min {
 			return fmt.Errorf("latency %s: durations must be ≥ 0 and max ≥ min", name)
 		}
-		if time.Duration(l.Fixed+l.Max) > maxLatency || time.Duration(l.Mean) > maxLatency {
+		// Each term is bounded before they are added, so the sum cannot overflow.
+		if time.Duration(l.Fixed) > maxLatency || time.Duration(l.Max) > maxLatency || time.Duration(l.Mean) > maxLatency ||
+			time.Duration(l.Fixed+l.Max) > maxLatency {
 			return fmt.Errorf("latency %s: more than %s", name, maxLatency)
 		}
 	}

@@ -10,23 +10,33 @@ import (
 )
 
 // ParseLatency parses a latency spec: terms joined by '+', each a fixed
-// duration ("50ms"), a uniform range ("10ms-100ms") or an exponential draw
-// with a mean ("exp:20ms"). Example: "5ms+exp:20ms".
+// duration ("50ms"; fixed terms add up), a uniform range ("10ms-100ms", at
+// most one) or an exponential draw with a mean ("exp:20ms", at most one).
+// Example: "5ms+exp:20ms".
 func ParseLatency(spec string) (Latency, error) {
 	var l Latency
 	if strings.TrimSpace(spec) == "" {
 		return l, fmt.Errorf("latency: empty spec")
 	}
+	var haveRange, haveExp bool
 	for _, term := range strings.Split(spec, "+") {
 		term = strings.TrimSpace(term)
 		switch {
 		case strings.HasPrefix(term, "exp:"):
+			if haveExp {
+				return l, fmt.Errorf("latency %q: more than one exp: term", spec)
+			}
+			haveExp = true
 			d, err := time.ParseDuration(term[4:])
 			if err != nil {
 				return l, fmt.Errorf("latency %q: %w", spec, err)
 			}
 			l.Mean = Duration(d)
 		case strings.Contains(term, "-"):
+			if haveRange {
+				return l, fmt.Errorf("latency %q: more than one range term", spec)
+			}
+			haveRange = true
 			a, b, _ := strings.Cut(term, "-")
 			lo, err := time.ParseDuration(a)
 			if err != nil {
@@ -42,7 +52,10 @@ func ParseLatency(spec string) (Latency, error) {
 			if err != nil {
 				return l, fmt.Errorf("latency %q: %w", spec, err)
 			}
-			l.Fixed = Duration(d)
+			if d < 0 || d > maxLatency || l.Fixed > Duration(maxLatency) {
+				return l, fmt.Errorf("latency %q: term %s not in [0, %s]", spec, term, maxLatency)
+			}
+			l.Fixed += Duration(d)
 		}
 	}
 	f := Faults{Latency: map[string]Latency{"*": l}}
