@@ -61,6 +61,16 @@ func FuzzHandler(f *testing.F) {
 		if path != "/stats?format=prometheus" && w.Body.Len() > 0 && !json.Valid(w.Body.Bytes()) {
 			t.Fatalf("%s: body is not JSON: %q", path, w.Body.Bytes())
 		}
+		if w.Code >= 400 {
+			// Every rejection names the problem (Relay's error body).
+			var e struct {
+				Detail *string  `json:"detail"`
+				Causes []string `json:"causes"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Detail == nil || *e.Detail == "" || e.Causes == nil {
+				t.Fatalf("%s: status %d without a {detail, causes} body: %q", path, w.Code, w.Body.Bytes())
+			}
+		}
 		if st := srv.stats.Load(); st.panics.Load() != 0 {
 			t.Fatalf("panic recovered on %s", path)
 		}
