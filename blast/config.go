@@ -49,7 +49,7 @@ type Config struct {
 	// Duration is the measured length of the schedule (after Warmup).
 	// Count is the number of measured slots of the shared schedule (all
 	// shards together). The run ends at whichever comes first; both zero
-	// means DefaultDuration.
+	// means DefaultDuration. (Closed loop: Count includes warm-up requests.)
 	Duration time.Duration
 	Count    int64
 	// Warmup precedes the measured schedule: requests due in the first
