@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // outcomeNames maps outcome ids to names (relay-protocol.md §6.2).
@@ -42,10 +43,16 @@ func CategoryName(id int64) string {
 const maxReasonLen = 100
 
 func clipReason(r string) string {
-	if len(r) > maxReasonLen {
-		return r[:maxReasonLen]
+	if len(r) <= maxReasonLen {
+		return r
 	}
-	return r
+	// Cut at a rune boundary: the reason becomes a Prometheus label value,
+	// which must be valid UTF-8.
+	i := maxReasonLen
+	for i > 0 && !utf8.RuneStart(r[i]) {
+		i--
+	}
+	return r[:i]
 }
 
 // bucket is the part of a metric bucket the fake reads.

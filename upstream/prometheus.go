@@ -48,10 +48,18 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 	for _, pr := range st.TopProjects {
 		p.sample("project_envelopes_total", [][2]string{{"project", strconv.FormatInt(pr.ID, 10)}}, float64(pr.Envelopes))
 	}
+	p.header("project_items_total", "Envelope items of the busiest projects.", "counter")
+	for _, pr := range st.TopProjects {
+		p.sample("project_items_total", [][2]string{{"project", strconv.FormatInt(pr.ID, 10)}}, float64(pr.Items))
+	}
 
 	p.header("outcomes_quantity_total", "Outcome quantities by outcome, category and reason.", "counter")
 	for _, r := range st.Outcomes.Rows {
 		p.sample("outcomes_quantity_total", [][2]string{{"outcome", r.Outcome}, {"category", r.Category}, {"reason", r.Reason}}, float64(r.Quantity))
+	}
+	p.header("outcomes_records_total", "Outcome records (rows, buckets, batch entries) by outcome, category and reason.", "counter")
+	for _, r := range st.Outcomes.Rows {
+		p.sample("outcomes_records_total", [][2]string{{"outcome", r.Outcome}, {"category", r.Category}, {"reason", r.Reason}}, float64(r.Count))
 	}
 	p.labelled("outcome_messages_total", "Outcome carriers by source.", "source", st.Outcomes.Messages)
 
