@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,46 +51,74 @@ func TestHelp(t *testing.T) {
 }
 
 // TestProcess runs the real binary: the first stdout line is the address,
-// it serves, and SIGTERM shuts it down cleanly.
+// it serves, and SIGINT or SIGTERM shut it down gracefully: a request in
+// flight (held by an injected latency) still gets its answer, the process
+// prints its final stats and exits 0.
 func TestProcess(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fake-upstream")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "3")
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := strings.TrimSpace(line)
-	if !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
-		t.Fatalf("first line %q", line)
-	}
-	resp, err := http.Get("http://" + addr + "/projects")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ps []map[string]any
-	json.NewDecoder(resp.Body).Decode(&ps)
-	resp.Body.Close()
-	if len(ps) != 3 || !strings.HasPrefix(ps[0]["dsn"].(string), "http://") {
-		t.Fatalf("projects %v", ps)
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("no exit after SIGTERM")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "3", "--latency", "live=400ms")
+			stdout, _ := cmd.StdoutPipe()
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := strings.TrimSpace(line)
+			if !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
+				t.Fatalf("first line %q", line)
+			}
+			resp, err := http.Get("http://" + addr + "/projects")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ps []map[string]any
+			json.NewDecoder(resp.Body).Decode(&ps)
+			resp.Body.Close()
+			if len(ps) != 3 {
+				t.Fatalf("projects %v", ps)
+			}
+			if dsn, _ := ps[0]["dsn"].(string); !strings.HasPrefix(dsn, "http://") {
+				t.Fatalf("projects %v", ps)
+			}
+			// A request in flight when the signal arrives.
+			inflight := make(chan int, 1)
+			go func() {
+				resp, err := http.Get("http://" + addr + "/api/0/relays/live/")
+				if err != nil {
+					inflight <- -1
+					return
+				}
+				resp.Body.Close()
+				inflight <- resp.StatusCode
+			}()
+			time.Sleep(150 * time.Millisecond)
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("exit: %v\n%s", err, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no exit after the signal")
+			}
+			if code := <-inflight; code != 200 {
+				t.Errorf("in-flight request got %d, want 200 (graceful shutdown)", code)
+			}
+			if !strings.Contains(stderr.String(), "shut down; final stats: {") || !strings.Contains(stderr.String(), `"live":{"200":1}`) {
+				t.Errorf("stderr %q lacks the final stats with the in-flight request", stderr.String())
+			}
+		})
 	}
 }
