@@ -244,6 +244,9 @@ func CheckSignatureTime(sig string, maxAge time.Duration, now time.Time) (time.T
 	if n := base64.RawURLEncoding.DecodedLen(len(sigPart)); n != ed25519.SignatureSize {
 		return time.Time{}, fmt.Errorf("%w: signature is %d bytes, want %d", ErrMalformed, n, ed25519.SignatureSize)
 	}
+	if !isStrictB64Signature(sigPart) {
+		return time.Time{}, fmt.Errorf("signature: %w: bad base64url encoding", ErrMalformed)
+	}
 	header, err := decodeB64(headerPart)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("signature header: %w", err)
@@ -259,4 +262,30 @@ func CheckSignatureTime(sig string, maxAge time.Duration, now time.Time) (time.T
 		return ts, fmt.Errorf("%w: signature time %s is more than %s in the future", ErrExpired, ts.UTC().Format(time.RFC3339Nano), maxFutureSkew)
 	}
 	return ts, nil
+}
+
+// isStrictB64Signature reports whether s (86 characters) is what decodeB64
+// accepts for a 64-byte signature, without decoding it (CheckSignatureTime
+// runs on the sink's hot path and must not allocate): only base64url
+// characters, and the 4 bits the last character carries beyond 512 are zero.
+func isStrictB64Signature(s string) bool {
+	var last byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			last = c - 'A'
+		case 'a' <= c && c <= 'z':
+			last = c - 'a' + 26
+		case '0' <= c && c <= '9':
+			last = c - '0' + 52
+		case c == '-':
+			last = 62
+		case c == '_':
+			last = 63
+		default:
+			return false
+		}
+	}
+	return last&0x0f == 0
 }

@@ -2,6 +2,7 @@ package relayauth
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,4 +46,38 @@ func TestCheckSignatureTime(t *testing.T) {
 			t.Errorf("%s: CheckSignatureTime err %v but Verify err %v", tt.name, err, verr)
 		}
 	}
+}
+
+// FuzzCheckSignatureTime: CheckSignatureTime judges form, header and time
+// exactly as Verify does, short of the Ed25519 check. So for any value:
+// malformed here ⇔ malformed in Verify; accepted here ⇒ Verify accepts it or
+// finds only a bad signature; expired here ⇒ Verify expired or bad signature.
+func FuzzCheckSignatureTime(f *testing.F) {
+	sk := mustSecret(f, testSeed)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	good := sk.Sign(nil, now)
+	f.Add(good, int64(0), int64(300))
+	f.Add(good, int64(400), int64(300))
+	f.Add(good[:86], int64(0), int64(0))
+	f.Add(strings.Repeat("!", 86)+good[86:], int64(0), int64(300)) // right length, not base64
+	f.Add("A"+good[1:85]+"B"+good[86:], int64(0), int64(300))      // non-zero trailing bits
+	f.Add(sk.SignWithHeader(nil, []byte(`{"t":"2026-11-30T12:00:00Z","a":"v1"}`)), int64(0), int64(0))
+	f.Add(sk.SignWithHeader(nil, []byte(`{"t":"2026-11-30 12:00:00z"}`)), int64(10), int64(0))
+	pub := sk.Public()
+	f.Fuzz(func(t *testing.T, sig string, offsetSeconds, maxAgeSeconds int64) {
+		at := now.Add(time.Duration(offsetSeconds%1e6) * time.Second)
+		maxAge := time.Duration(maxAgeSeconds%1e6) * time.Second
+		_, cerr := CheckSignatureTime(sig, maxAge, at)
+		verr := pub.Verify(nil, sig, maxAge, at)
+		switch {
+		case errors.Is(cerr, ErrMalformed) != errors.Is(verr, ErrMalformed):
+			t.Fatalf("%q: CheckSignatureTime %v, Verify %v", sig, cerr, verr)
+		case cerr == nil && verr != nil && !errors.Is(verr, ErrBadSignature):
+			t.Fatalf("%q: CheckSignatureTime accepts, Verify %v", sig, verr)
+		case errors.Is(cerr, ErrExpired) && !errors.Is(verr, ErrExpired) && !errors.Is(verr, ErrBadSignature):
+			t.Fatalf("%q: CheckSignatureTime %v, Verify %v", sig, cerr, verr)
+		case cerr != nil && !errors.Is(cerr, ErrMalformed) && !errors.Is(cerr, ErrExpired):
+			t.Fatalf("%q: error %v is neither malformed nor expired", sig, cerr)
+		}
+	})
 }
