@@ -36,7 +36,8 @@ func FuzzHandler(f *testing.F) {
 	}
 	srv.RegisterRelay("3c8c1c7e-6d5e-4b8a-9a0e-6a8b2d9f0c11", newRelay(f).pub)
 	paths := []string{p.EnvelopePath(), "/api/0/relays/projectconfigs/?version=3", "/api/0/relays/register/challenge/",
-		"/api/0/relays/outcomes/", "/api/0/relays/metrics/", "/control", "/api/9999/envelope/", "/stats?format=prometheus"}
+		"/api/0/relays/outcomes/", "/api/0/relays/metrics/", "/control", "/api/9999/envelope/", "/stats?format=prometheus",
+		"/api/0/relays/register/response/", "/api/0/relays/publickeys/", "/api/0/relays/projectconfigs/?version=2", "/nowhere"}
 	h := srv.Handler()
 	f.Fuzz(func(t *testing.T, encIdx, pathIdx uint8, body []byte) {
 		encs := compression.Encodings()
