@@ -65,6 +65,38 @@ func relayStop(detail string) *httpError {
 	return e
 }
 
+// verifyRegistration checks a registration step's signature over body with
+// pub (the key from the challenge body, or the one the token carries).
+func (s *Server) verifyRegistration(req *http.Request, c *counters, pub relayauth.PublicKey, body []byte) *httpError {
+	if !s.cfg.VerifySignatures {
+		c.sigNotChecked.Add(1)
+		return nil
+	}
+	sig := req.Header.Get("X-Sentry-Relay-Signature")
+	if sig == "" {
+		return newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
+	}
+	if err := pub.Verify(body, sig, s.cfg.RegistrationMaxAge, s.now()); err != nil {
+		return signatureError(err)
+	}
+	c.sigVerified.Add(1)
+	return nil
+}
+
+// admitRelay decides whether relay id with key pub may register: a known
+// (allow-listed) relay must use its known key, and with an allow-list only
+// known relays may register. It returns the relay's current entry, if any.
+func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpError) {
+	known := s.lookupRelay(id)
+	if known != nil && known.known && !known.pub.Equal(pub) {
+		return nil, newError(http.StatusForbidden, "public_key_mismatch", "relay id is known with a different public key")
+	}
+	if s.cfg.AllowList && (known == nil || !known.known) {
+		return nil, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register", "relay id "+id+" is not in the allow-list")
+	}
+	return known, nil
+}
+
 // handleChallenge is registration step 1 (relay-protocol.md §3.1).
 func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *counters) {
 	c.challenges.Add(1)
@@ -91,28 +123,13 @@ func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *co
 		s.regFail(w, c, newError(http.StatusBadRequest, "bad_public_key", "invalid public_key", err.Error()))
 		return
 	}
-	known := s.lookupRelay(cr.RelayID)
-	if known != nil && known.known && !known.pub.Equal(pub) {
-		s.regFail(w, c, newError(http.StatusForbidden, "public_key_mismatch", "relay id is known with a different public key"))
+	if _, e := s.admitRelay(cr.RelayID, pub); e != nil {
+		s.regFail(w, c, e)
 		return
 	}
-	if s.cfg.AllowList && (known == nil || !known.known) {
-		s.regFail(w, c, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register", "relay id "+cr.RelayID+" is not in the allow-list"))
+	if e := s.verifyRegistration(req, c, pub, body); e != nil {
+		s.regFail(w, c, e)
 		return
-	}
-	if s.cfg.VerifySignatures {
-		sig := req.Header.Get("X-Sentry-Relay-Signature")
-		if sig == "" {
-			s.regFail(w, c, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header"))
-			return
-		}
-		if err := pub.Verify(body, sig, s.cfg.RegistrationMaxAge, s.now()); err != nil {
-			s.regFail(w, c, signatureError(err))
-			return
-		}
-		c.sigVerified.Add(1)
-	} else {
-		c.sigNotChecked.Add(1)
 	}
 	token, err := relayauth.MintToken(s.secret, cr.RelayID, pub, s.now(), nil)
 	if err != nil {
@@ -153,27 +170,13 @@ func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *cou
 		s.regFail(w, c, newError(http.StatusBadRequest, "bad_token", "token carries an invalid public key", err.Error()))
 		return
 	}
-	if s.cfg.VerifySignatures {
-		sig := req.Header.Get("X-Sentry-Relay-Signature")
-		if sig == "" {
-			s.regFail(w, c, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header"))
-			return
-		}
-		if err := pub.Verify(body, sig, s.cfg.RegistrationMaxAge, s.now()); err != nil {
-			s.regFail(w, c, signatureError(err))
-			return
-		}
-		c.sigVerified.Add(1)
-	} else {
-		c.sigNotChecked.Add(1)
-	}
-	known := s.lookupRelay(rr.RelayID)
-	if known != nil && known.known && !known.pub.Equal(pub) {
-		s.regFail(w, c, newError(http.StatusForbidden, "public_key_mismatch", "relay id is known with a different public key"))
+	if e := s.verifyRegistration(req, c, pub, body); e != nil {
+		s.regFail(w, c, e)
 		return
 	}
-	if s.cfg.AllowList && (known == nil || !known.known) {
-		s.regFail(w, c, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register"))
+	known, e := s.admitRelay(rr.RelayID, pub)
+	if e != nil {
+		s.regFail(w, c, e)
 		return
 	}
 	if known == nil || !known.registered || !known.pub.Equal(pub) {
