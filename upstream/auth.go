@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/relayload/relayload/relayauth"
@@ -155,7 +156,7 @@ func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *cou
 	st, err := relayauth.ValidateToken(s.secret, rr.Token, s.cfg.RegistrationMaxAge, s.now())
 	if err != nil {
 		reason := "bad_token"
-		if errorsIsExpired(err) {
+		if errors.Is(err, relayauth.ErrExpired) {
 			reason = "expired_token"
 		}
 		s.regFail(w, c, newError(http.StatusBadRequest, reason, "invalid registration token", err.Error()))

@@ -4,15 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/relayload/relayload/relayauth"
 )
-
-func errorsIsExpired(err error) bool { return errors.Is(err, relayauth.ErrExpired) }
 
 // DefaultFeatures returns the project features a load test needs: logs are
 // dropped silently by a managed Relay without ourlogs-ingestion
