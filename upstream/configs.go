@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
 )
 
 // DefaultFeatures returns the project features a load test needs: logs are
