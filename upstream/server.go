@@ -245,7 +245,7 @@ func New(cfg Config) (*Server, error) {
 	for id, pub := range cfg.Relays {
 		s.relays.Store(id, &relay{id: id, pub: pub, known: true})
 	}
-	s.stats.Store(newCounters(len(cfg.Projects)))
+	s.stats.Store(newCounters(len(cfg.Projects), s.started))
 	if err := s.buildConfigs(); err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ const resetWait = 2 * time.Second
 // counting into the old generation first (ResetStats waits up to 2 s for
 // them), so the returned snapshot plus later ones account for every request.
 func (s *Server) ResetStats() Stats {
-	old := s.stats.Swap(newCounters(len(s.cfg.Projects)))
+	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.now()))
 	deadline := time.Now().Add(resetWait)
 	for old.inflight.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Microsecond)

@@ -410,6 +410,19 @@ func TestStatsEndpoints(t *testing.T) {
 	wantStatus(t, f.do("GET", "/projects?origin=ftp://x", nil, nil), 400, "bad origin")
 }
 
+func TestUptimeAndSinceReset(t *testing.T) {
+	f := newFixture(t, nil)
+	f.clock.Add(90 * time.Second)
+	if st := f.srv.Stats(); st.UptimeSeconds != 90 || st.SinceResetSeconds != 90 {
+		t.Fatalf("uptime %v since reset %v, want 90 90", st.UptimeSeconds, st.SinceResetSeconds)
+	}
+	f.srv.ResetStats()
+	f.clock.Add(30 * time.Second)
+	if st := f.srv.Stats(); st.UptimeSeconds != 120 || st.SinceResetSeconds != 30 {
+		t.Fatalf("after a reset: uptime %v since reset %v, want 120 30", st.UptimeSeconds, st.SinceResetSeconds)
+	}
+}
+
 func TestPanicRecovered(t *testing.T) {
 	f := newFixture(t, nil)
 	f.srv.hook = func(r *http.Request) {

@@ -192,9 +192,9 @@ func canaryIndex(code string) int {
 	return -1
 }
 
-func newCounters(nProjects int) *counters {
+func newCounters(nProjects int, now time.Time) *counters {
 	return &counters{
-		started:       time.Now(),
+		started:       now,
 		projEnvelopes: make([]atomic.Int64, nProjects),
 		projItems:     make([]atomic.Int64, nProjects),
 		canaryLeaks:   make([]atomic.Int64, len(canaryKinds)),
@@ -379,7 +379,7 @@ type Canaries struct {
 const topProjects = 20
 
 func (c *counters) snapshot(s *Server) Stats {
-	now := time.Now()
+	now := s.now() // the clock s.started and c.started were read from
 	st := Stats{
 		UptimeSeconds:     now.Sub(s.started).Seconds(),
 		SinceResetSeconds: now.Sub(c.started).Seconds(),
