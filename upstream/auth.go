@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/relayload/relayload/relayauth"
@@ -95,6 +96,10 @@ func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpEr
 	if s.cfg.AllowList && (known == nil || !known.known) {
 		return nil, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register", "relay id "+id+" is not in the allow-list")
 	}
+	if known == nil && s.nSelfRegistered.Load() >= MaxRegisteredRelays {
+		return nil, newError(http.StatusForbidden, "too_many_relays", "too many relays registered",
+			fmt.Sprintf("at most %d relays may register; pre-register more with --relay-credentials", MaxRegisteredRelays))
+	}
 	return known, nil
 }
 
@@ -181,7 +186,9 @@ func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *cou
 		return
 	}
 	if known == nil || !known.registered || !known.pub.Equal(pub) {
-		s.relays.Store(rr.RelayID, &relay{id: rr.RelayID, pub: pub, registered: true, known: known != nil && known.known})
+		if _, existed := s.relays.Swap(rr.RelayID, &relay{id: rr.RelayID, pub: pub, registered: true, known: known != nil && known.known}); !existed {
+			s.nSelfRegistered.Add(1)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"relay_id": rr.RelayID})
 }

@@ -365,3 +365,25 @@ func TestPublicKeysAndLive(t *testing.T) {
 		t.Errorf("live = %s", live.body)
 	}
 }
+
+// TestRegisteredRelaysBounded: self-registration stops at MaxRegisteredRelays
+// (each relay holds a signature cache), answered 403 JSON and counted; relays
+// already registered may register again.
+func TestRegisteredRelaysBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	relays := make([]*testRelay, MaxRegisteredRelays)
+	for i := range relays {
+		relays[i] = newRelay(t)
+		f.register(relays[i])
+	}
+	extra := newRelay(t)
+	body := `{"relay_id":"` + extra.id + `","public_key":"` + extra.pub.String() + `","version":"26.6.0"}`
+	wantStatus(t, f.signed(extra, "/api/0/relays/register/challenge/", body), 403, "too many relays")
+	f.register(relays[0])
+	pre := newRelay(t)
+	f.srv.RegisterRelay(pre.id, pre.pub) // pre-registered relays do not count
+	wantStatus(t, f.signed(pre, "/api/0/relays/projectconfigs/?version=3", `{"global":true}`), 200, "")
+	if st := f.srv.Stats().Registrations; st.Failures["too_many_relays"] != 1 || st.Responses != MaxRegisteredRelays+1 {
+		t.Errorf("registrations %+v", st)
+	}
+}

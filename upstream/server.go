@@ -141,15 +141,16 @@ type Server struct {
 
 	stats atomic.Pointer[counters]
 
-	byKey   projects.Index
-	byID    map[int64]int
-	relays  sync.Map // relay id → *relay
-	secret  []byte
-	dec     *compression.Decoder
-	bufs    sync.Pool // *[]byte
-	writers sync.Pool // *statusWriter
-	sums    sync.Pool // *envelope.Summary
-	sampleN atomic.Uint64
+	byKey           projects.Index
+	byID            map[int64]int
+	relays          sync.Map     // relay id → *relay
+	nSelfRegistered atomic.Int64 // relays added by the registration handshake
+	secret          []byte
+	dec             *compression.Decoder
+	bufs            sync.Pool // *[]byte
+	writers         sync.Pool // *statusWriter
+	sums            sync.Pool // *envelope.Summary
+	sampleN         atomic.Uint64
 	// slots bounds the requests that hold body buffers at once (reading,
 	// decoding, scanning): that work is CPU-bound, so a few per core lose
 	// nothing, and memory stays under slots × (wire cap + decoded cap).
@@ -182,6 +183,12 @@ type relay struct {
 
 // maxCachedSignatures bounds the signature cache per relay.
 const maxCachedSignatures = 4096
+
+// MaxRegisteredRelays bounds the relays that may register on their own
+// (relays from Config.Relays and RegisterRelay do not count): each holds a
+// signature cache of up to maxCachedSignatures values, so this keeps memory
+// bounded (≈ 64 MB at worst) whatever clients do.
+const MaxRegisteredRelays = 64
 
 // New builds a Server from cfg.
 func New(cfg Config) (*Server, error) {
