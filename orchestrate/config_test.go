@@ -140,6 +140,8 @@ func TestJudge(t *testing.T) {
 		{"harness lag is a note", func(s *Step) { s.LagP99 = 9 }, true, VerdictKeptUp, ""},
 		{"harness far off schedule", func(s *Step) { s.LagP99 = 300 }, true, VerdictFellBehind, "schedule lag"},
 		{"failed", func(s *Step) { s.Failed = true }, false, VerdictFailed, ""},
+		{"stalled harness", func(s *Step) { s.Stall = 15 * time.Second; s.Latency.P99 = 15000 }, false, VerdictHarnessLimited, "no CPU for 15.0 s"},
+		{"short pause is fine", func(s *Step) { s.Stall = 300 * time.Millisecond }, false, VerdictKeptUp, ""},
 	}
 	for _, tc := range tests {
 		st := base()

@@ -94,6 +94,10 @@ type Step struct {
 	LagP99       float64          `json:"schedule_lag_p99_ms"`
 	BlastInvalid []string         `json:"blast_invalid,omitempty"`
 
+	// Stall is the longest gap between two 10 Hz samples: orchestrate
+	// itself got no CPU for that long (machine overloaded or paused).
+	Stall time.Duration `json:"stall_ns,omitempty"`
+
 	Upstream UpstreamSeen `json:"upstream"`
 	CPU      CPU          `json:"cpu"`
 	Memory   Memory       `json:"memory"`

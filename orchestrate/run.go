@@ -371,6 +371,10 @@ func hostInfo() Host {
 	return h
 }
 
+// maxStall is the longest pause of the 10 Hz sampler that still counts as
+// the harness running normally.
+const maxStall = time.Second
+
 // judge sets the step's verdict and reasons.
 func judge(st *Step, cfg Config, harness bool) {
 	if st.Failed {
@@ -413,6 +417,16 @@ func judge(st *Step, cfg Config, harness bool) {
 		} else {
 			limited = append(limited, lag)
 		}
+	}
+	if st.Stall > maxStall {
+		// The sampler, blast and the fake upstream all stood still: the
+		// latencies and timeouts of that step say nothing about Relay.
+		reasons := []string{fmt.Sprintf("orchestrate itself got no CPU for %.1f s (machine overloaded or paused)", st.Stall.Seconds())}
+		for _, b := range behind {
+			reasons = append(reasons, "also: "+b)
+		}
+		st.Verdict, st.Reasons = VerdictHarnessLimited, reasons
+		return
 	}
 	switch {
 	case len(behind) > 0:

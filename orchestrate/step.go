@@ -391,6 +391,9 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	}
 	smp, _ := sampler.Samples()
 	st.Series, st.CPU.PeakCores = series(smp, blastStart.Sub(sampler.Start()))
+	for i := 1; i < len(smp); i++ {
+		st.Stall = max(st.Stall, smp[i].At-smp[i-1].At)
+	}
 	upMu.Lock()
 	ups := append([]upPoint(nil), upSeries...)
 	upMu.Unlock()
