@@ -122,3 +122,27 @@ func TestProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestSignalRightAfterAddress: a signal sent as soon as the address line is
+// read still ends in a clean exit (signals are caught before the address is
+// printed; before that fix SIGTERM here killed the process).
+func TestSignalRightAfterAddress(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fake-upstream")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for i := 0; i < 5; i++ {
+		cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "1")
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("run %d: exit %v", i, err)
+		}
+	}
+}
