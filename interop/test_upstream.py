@@ -176,7 +176,9 @@ def test_relay_registers_fetches_configs_and_forwards(upstream):
     assert st["items_by_type"] == {"event": 2, "session": 2}
     assert st["bytes_by_encoding"]["zstd"]["decoded"] == len(raw)
     assert st["config_requests"]["unknown"] == 1 and st["config_requests"]["unchanged"] == 1
-    assert st["signatures"]["verified"] >= 7
+    # challenge, response, three config queries, two envelopes: every signature verified in full.
+    assert st["signatures"] == {"verified": 7, "cache_hits": 0, "sampled_out": 0, "not_checked": 0}
+    assert st["errors"] == {} and st["registrations"]["failures"] == {}
 
 
 def error_of(body):
@@ -365,3 +367,33 @@ def test_sentry_sdk_sends_straight_to_fake_upstream(upstream):
     assert st["records_by_type"] == records
     assert st["errors"] == {}, st["errors"]
     assert st["top_projects"] == [{"id": projects[2]["id"], "envelopes": len(sent), "items": sum(types.values())}]
+
+
+def test_allow_list_and_deny_with_sentry_relay_credentials(binary, tmp_path):
+    """--relay-credentials takes a credentials.json holding sentry_relay keys:
+    that relay registers, any other gets 403; --deny-relays stops everyone."""
+    listed = FakeRelay(None)
+    creds = tmp_path / "credentials.json"
+    creds.write_text(json.dumps({"secret_key": str(listed.sk), "public_key": str(listed.pk), "id": listed.id}, indent=2))
+    up = Upstream(binary, "--relay-credentials", str(creds))
+    try:
+        listed.up = up
+        listed.register()
+        stranger = FakeRelay(up)
+        status, _, body = stranger.post_signed(
+            "/api/0/relays/register/challenge/", {"relay_id": stranger.id, "public_key": str(stranger.pk), "version": RELAY_VERSION}
+        )
+        assert status == 403 and error_of(body)["detail"] == "relay not allowed to register"
+        st = up.get_json("/stats")
+        assert st["registrations"]["failures"] == {"unknown_relay": 1} and st["registrations"]["responses"] == 1
+    finally:
+        up.stop()
+    up = Upstream(binary, "--deny-relays")
+    try:
+        relay = FakeRelay(up)
+        status, _, body = relay.post_signed(
+            "/api/0/relays/register/challenge/", {"relay_id": relay.id, "public_key": str(relay.pk), "version": RELAY_VERSION}
+        )
+        assert status == 403 and error_of(body)["relay"] == "stop"
+    finally:
+        up.stop()
