@@ -42,11 +42,11 @@ func TestHarnessSweep(t *testing.T) {
 		if st.Upstream.Envelopes != st.OK+st.warmOK || st.Upstream.Gap != 0 {
 			t.Errorf("step %d: upstream %d, ok %d + warm %d, gap %d", st.Index, st.Upstream.Envelopes, st.OK, st.warmOK, st.Upstream.Gap)
 		}
-		// On a loaded test machine the harness may miss its schedule; then
-		// the only acceptable reasons are blast's own.
+		// On a loaded test machine the harness may miss its schedule or
+		// stall; then the only acceptable reasons are the harness's own.
 		if st.Verdict != VerdictKeptUp {
 			for _, r := range st.Reasons {
-				if !strings.HasPrefix(r, "blast") {
+				if !strings.HasPrefix(r, "blast") && !strings.HasPrefix(r, "orchestrate itself") && !strings.HasPrefix(r, "also: ") {
 					t.Errorf("step %d: %s %v", st.Index, st.Verdict, st.Reasons)
 				}
 			}
