@@ -47,7 +47,7 @@ func LoadCredentials(path string) (Credentials, error) {
 	}
 	var c Credentials
 	if err := json.Unmarshal(b, &c); err != nil {
-		return Credentials{}, fmt.Errorf("%w: credentials %s: %v", ErrMalformed, path, err)
+		return Credentials{}, fmt.Errorf("%w: credentials %s: %w", ErrMalformed, path, err)
 	}
 	if _, _, err := c.Keys(); err != nil {
 		return Credentials{}, fmt.Errorf("credentials %s: %w", path, err)

@@ -42,7 +42,7 @@ func decodeB64(s string) ([]byte, error) {
 	}
 	b, err := b64.DecodeString(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: bad base64url encoding: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: bad base64url encoding: %w", ErrMalformed, err)
 	}
 	return b, nil
 }

@@ -208,7 +208,7 @@ func parseSignatureHeader(header []byte) (t time.Time, alg string, err error) {
 	}
 	t, err = parseChronoTime(s)
 	if err != nil {
-		return time.Time{}, "", fmt.Errorf("%w: signature header \"t\": %v", ErrMalformed, err)
+		return time.Time{}, "", fmt.Errorf("%w: signature header \"t\": %w", ErrMalformed, err)
 	}
 	return t, alg, nil
 }

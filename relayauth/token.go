@@ -109,7 +109,7 @@ func ValidateToken(secret []byte, token string, maxAge time.Duration, now time.T
 func parseTokenState(js []byte) (TokenState, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(js, &fields); err != nil {
-		return TokenState{}, fmt.Errorf("%w: token state is not a JSON object: %v", ErrMalformed, err)
+		return TokenState{}, fmt.Errorf("%w: token state is not a JSON object: %w", ErrMalformed, err)
 	}
 	var st TokenState
 	for _, f := range []struct {
@@ -126,7 +126,7 @@ func parseTokenState(js []byte) (TokenState, error) {
 			return TokenState{}, fmt.Errorf("%w: token state lacks %q", ErrMalformed, f.name)
 		}
 		if err := json.Unmarshal(raw, f.dst); err != nil {
-			return TokenState{}, fmt.Errorf("%w: token state %q: %v", ErrMalformed, f.name, err)
+			return TokenState{}, fmt.Errorf("%w: token state %q: %w", ErrMalformed, f.name, err)
 		}
 	}
 	if _, err := uuid.Parse(st.RelayID); err != nil {
