@@ -24,18 +24,21 @@ import (
 // error exits 2.
 type command func(args []string, stdout io.Writer) error
 
-var commands = map[string]command{
-	// relayauth (auth.go)
-	"keygen":           keygen,
-	"sign":             sign,
-	"verify":           verify,
-	"mint-token":       mintToken,
-	"validate-token":   validateToken,
-	"parse-keys":       parseKeys,
-	"load-credentials": loadCredentials,
-	// pool and envelope (pool.go)
-	"dump-pool":      dumpPool,
-	"parse-envelope": parseEnvelope,
+// commands returns the subcommands by name.
+func commands() map[string]command {
+	return map[string]command{
+		// relayauth (auth.go)
+		"keygen":           keygen,
+		"sign":             sign,
+		"verify":           verify,
+		"mint-token":       mintToken,
+		"validate-token":   validateToken,
+		"parse-keys":       parseKeys,
+		"load-credentials": loadCredentials,
+		// pool and envelope (pool.go)
+		"dump-pool":      dumpPool,
+		"parse-envelope": parseEnvelope,
+	}
 }
 
 // rejectedError reports input that was checked and found invalid (exit 1).
@@ -49,6 +52,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	commands := commands()
 	if len(args) == 0 || commands[args[0]] == nil {
 		names := make([]string, 0, len(commands))
 		for n := range commands {
