@@ -146,3 +146,54 @@ func TestSignalRightAfterAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultFlags: faults given as flags are in effect from the start and
+// shown by GET /control.
+func TestFaultFlags(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fake-upstream")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "1", "--seed", "3",
+		"--inject", "live=429:7@1", "--latency", "envelope=1ms-2ms+exp:1ms", "--global-pending", "--quota", "error:0")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + strings.TrimSpace(line)
+	resp, err := http.Get(base + "/api/0/relays/live/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" || resp.Header.Get("X-Sentry-Rate-Limits") != "7::organization:generic" {
+		t.Errorf("live: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, err = http.Get(base + "/control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Latency map[string]struct {
+			Min, Max, Mean string
+		} `json:"latency"`
+		Inject []struct {
+			Route       string  `json:"route"`
+			Status      int     `json:"status"`
+			Probability float64 `json:"probability"`
+			RetryAfter  int     `json:"retry_after"`
+		} `json:"inject"`
+		GlobalPending bool `json:"global_pending"`
+	}
+	json.NewDecoder(resp.Body).Decode(&f)
+	resp.Body.Close()
+	if l := f.Latency["envelope"]; l.Min != "1ms" || l.Max != "2ms" || l.Mean != "1ms" || !f.GlobalPending ||
+		len(f.Inject) != 1 || f.Inject[0].Route != "live" || f.Inject[0].Status != 429 || f.Inject[0].Probability != 1 || f.Inject[0].RetryAfter != 7 {
+		t.Errorf("GET /control = %+v", f)
+	}
+}
