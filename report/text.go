@@ -209,7 +209,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 		t.add(row...)
 	}
 	t.write(w)
-	fmt.Fprintln(w, "\nforwarded: envelopes the fake upstream received from the start of blast (its warm-up included) until the drain ended; gap: envelopes blast had accepted minus forwarded.")
+	fmt.Fprintln(w, "\nforwarded: envelopes the fake upstream received from the start of blast (its warm-up included) until the drain ended; gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded).")
 
 	if hasOutcomes(rep) {
 		h("Outcomes " + proc + " reported")
