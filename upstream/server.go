@@ -475,9 +475,12 @@ func (s *Server) readBody(req *http.Request) (*[]byte, *httpError) {
 	if n := req.ContentLength; n >= 0 {
 		// Known length: net/http's body reader ends exactly there.
 		if int64(cap(*bp)) < n {
-			s.putBuf(bp)
-			b := make([]byte, 0, n)
-			bp = &b
+			// Replace the pooled buffer's array instead of putting it back
+			// and taking a new one: that added a buffer to the pool for
+			// every body larger than the one it got, so between two GCs
+			// the pool grew with the request count (50 MB in 4 s at
+			// 1000/s), not with the requests in flight.
+			*bp = make([]byte, 0, n)
 		}
 		b := (*bp)[:n]
 		if _, err := io.ReadFull(req.Body, b); err != nil {
