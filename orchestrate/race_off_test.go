@@ -1,0 +1,6 @@
+//go:build !race
+
+package orchestrate
+
+// raceEnabled: the race detector's own memory is in the process's RSS.
+const raceEnabled = false
