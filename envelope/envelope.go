@@ -303,12 +303,12 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 	for i := range e.Items {
 		it := &e.Items[i]
 		dst = append(dst, `{"type":`...)
-		dst = appendJSONString(dst, it.Type)
+		dst = AppendJSONString(dst, it.Type)
 		dst = append(dst, `,"length":`...)
 		dst = strconv.AppendInt(dst, int64(len(it.Payload)), 10)
 		if it.ContentType != "" {
 			dst = append(dst, `,"content_type":`...)
-			dst = appendJSONString(dst, it.ContentType)
+			dst = AppendJSONString(dst, it.ContentType)
 		}
 		if it.ItemCount != 0 {
 			dst = append(dst, `,"item_count":`...)
@@ -410,54 +410,9 @@ func appendExtra(dst []byte, extra map[string]any) []byte {
 			panic(fmt.Sprintf("envelope: item header field %q: %v", k, err))
 		}
 		dst = append(dst, ',')
-		dst = appendJSONString(dst, k)
+		dst = AppendJSONString(dst, k)
 		dst = append(dst, ':')
 		dst = append(dst, v...)
 	}
 	return dst
-}
-
-// appendJSONString appends s as a JSON string. Unlike encoding/json it does
-// not escape <, > and &; like it, it replaces invalid UTF-8 with U+FFFD,
-// because Relay rejects headers that are not UTF-8.
-func appendJSONString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

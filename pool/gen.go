@@ -211,12 +211,12 @@ func (g *gen) assemble(env *envelope.Envelope) []byte {
 // (TestMarshalRoundTrip holds the two together).
 func appendItemHeader(b []byte, it *envelope.Item, length int) []byte {
 	b = append(b, `{"type":`...)
-	b = appendQuoted(b, it.Type)
+	b = envelope.AppendJSONString(b, it.Type)
 	b = append(b, `,"length":`...)
 	b = strconv.AppendInt(b, int64(length), 10)
 	if it.ContentType != "" {
 		b = append(b, `,"content_type":`...)
-		b = appendQuoted(b, it.ContentType)
+		b = envelope.AppendJSONString(b, it.ContentType)
 	}
 	if it.ItemCount != 0 {
 		b = append(b, `,"item_count":`...)

@@ -2,8 +2,9 @@ package pool
 
 import (
 	"strconv"
-	"unicode/utf8"
 	"unsafe"
+
+	"github.com/relayload/relayload/envelope"
 )
 
 // jw appends compact JSON to a byte slice. It is a hand-written writer rather
@@ -48,13 +49,13 @@ func (w *jw) arr(k string) { w.key(k); w.openArr() }
 
 func (w *jw) str(s string) {
 	w.sep()
-	w.b = appendQuoted(w.b, s)
+	w.b = envelope.AppendJSONString(w.b, s)
 	w.comma = true
 }
 
 func (w *jw) strBytes(s []byte) {
 	w.sep()
-	w.b = appendQuoted(w.b, bytesView(s))
+	w.b = envelope.AppendJSONString(w.b, bytesView(s))
 	w.comma = true
 }
 
@@ -64,7 +65,7 @@ func (w *jw) strs(parts ...string) {
 	w.sep()
 	w.b = append(w.b, '"')
 	for _, p := range parts {
-		w.b = appendEscaped(w.b, p)
+		w.b = envelope.AppendJSONEscaped(w.b, p)
 	}
 	w.b = append(w.b, '"')
 	w.comma = true
@@ -76,7 +77,7 @@ func (w *jw) kstrs(k string, parts ...string) {
 	w.sep()
 	w.b = append(w.b, '"')
 	for _, p := range parts {
-		w.b = appendEscaped(w.b, p)
+		w.b = envelope.AppendJSONEscaped(w.b, p)
 	}
 	w.b = append(w.b, '"')
 	w.comma = true
@@ -142,88 +143,8 @@ func (w *jw) kint(k string, v int64)            { w.key(k); w.int(v) }
 func (w *jw) kbool(k string, v bool)            { w.key(k); w.bool(v) }
 func (w *jw) kfloat(k string, v float64, p int) { w.key(k); w.float(v, p) }
 
+// hexDigits are the lowercase hex digits (IDs).
 const hexDigits = "0123456789abcdef"
-
-// appendQuoted appends s as a JSON string. Generated text is ASCII almost
-// everywhere, so the loop copies runs of safe bytes at once.
-func appendQuoted(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendEscaped(b, s)
-	return append(b, '"')
-}
 
 // bytesView is a read-only string view of b (no copy).
 func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// appendEscaped appends the JSON-escaped contents of s (no quotes).
-func appendEscaped(b []byte, s string) []byte {
-	p := unsafe.Pointer(unsafe.StringData(s))
-	start := 0
-	for i := 0; i < len(s); {
-		// Fast path: skip 8 plain bytes at a time (SWAR: no byte < 0x20,
-		// ≥ 0x80, '"' or '\\'). Unaligned 8-byte loads; byte order does not
-		// matter for "any byte" tests.
-		for i+8 <= len(s) {
-			x := *(*uint64)(unsafe.Add(p, i))
-			if (x-lo*0x20)&^x&hi|x&hi|zeroByte(x^lo*'"')|zeroByte(x^lo*'\\') != 0 {
-				break
-			}
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if plain[c] {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	return append(b, s[start:]...)
-}
-
-// plain marks the ASCII bytes that need no escaping in a JSON string.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const (
-	lo uint64 = 0x0101010101010101
-	hi uint64 = 0x8080808080808080
-)
-
-// zeroByte is non-zero iff some byte of x is zero (exact when no byte of x
-// is ≥ 0x80, which the caller tests alongside).
-func zeroByte(x uint64) uint64 { return (x - lo) &^ x & hi }
