@@ -72,16 +72,7 @@ func (w *jw) strs(parts ...string) {
 }
 
 // kstrs is key + strs.
-func (w *jw) kstrs(k string, parts ...string) {
-	w.key(k)
-	w.sep()
-	w.b = append(w.b, '"')
-	for _, p := range parts {
-		w.b = envelope.AppendJSONEscaped(w.b, p)
-	}
-	w.b = append(w.b, '"')
-	w.comma = true
-}
+func (w *jw) kstrs(k string, parts ...string) { w.key(k); w.strs(parts...) }
 
 func (w *jw) int(v int64) {
 	w.sep()
