@@ -23,8 +23,9 @@ type responseRequest struct {
 	Version string `json:"version"`
 }
 
-// registrationBody reads a registration request and checks the relay id
-// header against the body's relay_id.
+// registrationBody reads a registration request, checks the relay id
+// header against the body's relay_id, and turns every relay away under
+// --deny-relays.
 func (s *Server) registrationBody(w http.ResponseWriter, req *http.Request, c *counters, v any, bodyRelayID func() string) ([]byte, func(), bool) {
 	if req.Method != http.MethodPost {
 		s.regFail(w, c, methodNotAllowed(req))
@@ -49,6 +50,11 @@ func (s *Server) registrationBody(w http.ResponseWriter, req *http.Request, c *c
 	if hdr != bodyRelayID() {
 		release()
 		s.regFail(w, c, newError(http.StatusBadRequest, "relay_id_mismatch", "X-Sentry-Relay-Id does not match relay_id in the body"))
+		return nil, nil, false
+	}
+	if s.cfg.DenyRelays {
+		release()
+		s.regFail(w, c, relayStop("relay registration denied (--deny-relays)"))
 		return nil, nil, false
 	}
 	return body, release, true
@@ -112,10 +118,6 @@ func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *co
 		return
 	}
 	defer release()
-	if s.cfg.DenyRelays {
-		s.regFail(w, c, relayStop("relay registration denied (--deny-relays)"))
-		return
-	}
 	if cr.Version == "" {
 		s.regFail(w, c, newError(http.StatusBadRequest, "missing_version", "missing relay version"))
 		return
@@ -154,10 +156,6 @@ func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *cou
 		return
 	}
 	defer release()
-	if s.cfg.DenyRelays {
-		s.regFail(w, c, relayStop("relay registration denied (--deny-relays)"))
-		return
-	}
 	st, err := relayauth.ValidateToken(s.secret, rr.Token, s.cfg.RegistrationMaxAge, s.now())
 	if err != nil {
 		reason := "bad_token"
