@@ -66,6 +66,19 @@ func buildPoints(rep *orchestrate.Report, build string, f func(*orchestrate.Poin
 	return xys
 }
 
+// addLinePoints adds xys to p as a line with a marker at each point, in
+// colour c with marker shape; false if plotter rejects the points (NaN, Inf).
+func addLinePoints(p *plot.Plot, xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) (*plotter.Line, *plotter.Scatter, bool) {
+	l, s, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return nil, nil, false
+	}
+	l.Color, s.Color = c, c
+	s.Shape = shape
+	p.Add(l, s)
+	return l, s, true
+}
+
 func cpuChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 	proc := who(rep)
 	p := newPlot(proc+" CPU against rate", "target envelopes per second", "cores (idle subtracted)")
@@ -76,13 +89,10 @@ func cpuChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 			continue
 		}
 		any = true
-		l, s, err := plotter.NewLinePoints(xys)
-		if err != nil {
+		l, s, ok := addLinePoints(p, xys, plotutil.Color(i), plotutil.Shape(i))
+		if !ok {
 			continue
 		}
-		l.Color, s.Color = plotutil.Color(i), plotutil.Color(i)
-		s.Shape = plotutil.Shape(i)
-		p.Add(l, s)
 		p.Legend.Add(b.Name+" (median)", l, s)
 		// Every round as a faint point, so the spread is visible.
 		var all plotter.XYs
@@ -137,13 +147,10 @@ func latencyChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 				continue
 			}
 			any = true
-			l, s, err := plotter.NewLinePoints(xys)
-			if err != nil {
+			l, s, ok := addLinePoints(p, xys, plotutil.Color(n), plotutil.Shape(j))
+			if !ok {
 				continue
 			}
-			l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
-			s.Shape = plotutil.Shape(j)
-			p.Add(l, s)
 			name := q.name
 			if multi {
 				name = b.Name + " " + name
