@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/DataDog/sketches-go/ddsketch"
@@ -115,15 +116,7 @@ func (s *Sketch) Equal(o *Sketch) bool {
 	var a, b []bin
 	s.dd.ForEach(func(v, c float64) bool { a = append(a, bin{v, c}); return false })
 	o.dd.ForEach(func(v, c float64) bool { b = append(b, bin{v, c}); return false })
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(a, b)
 }
 
 // sketchJSON is the file form of a Sketch: the compact DDSketch encoding

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -364,7 +365,7 @@ func (r *Relay) sizeOffender(env *envelope.Envelope) (string, bool) {
 
 func appendLimit(ls []rateLimit, l rateLimit) []rateLimit {
 	for _, x := range ls {
-		if x.scope == l.scope && x.reason == l.reason && sameCategories(x.categories, l.categories) {
+		if x.scope == l.scope && x.reason == l.reason && slices.Equal(x.categories, l.categories) {
 			return ls
 		}
 	}

@@ -2,6 +2,7 @@ package standinrelay
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,24 +123,12 @@ func (rl *rateLimits) add(s scoping, limits []rateLimit, now time.Time) {
 		}
 		kept := rl.byScope[id][:0]
 		for _, old := range rl.byScope[id] {
-			if old.until.After(now) && !(sameCategories(old.categories, l.categories) && old.reason == l.reason) {
+			if old.until.After(now) && !(slices.Equal(old.categories, l.categories) && old.reason == l.reason) {
 				kept = append(kept, old)
 			}
 		}
 		rl.byScope[id] = append(kept, l)
 	}
-}
-
-func sameCategories(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func (rl *rateLimits) expireLocked(now time.Time) {
