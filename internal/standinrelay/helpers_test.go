@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/canary"
 	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/relayauth"
@@ -548,3 +549,15 @@ func writeFile(t *testing.T, path, data string) {
 }
 
 var _ = filepath.Join
+
+// leakedCanaries names the kinds of the canaries in b that should have been
+// scrubbed.
+func leakedCanaries(b []byte) []string {
+	var leaks []string
+	canary.Scan(b, func(f canary.Finding) {
+		if f.Leaked {
+			leaks = append(leaks, f.Kind.Name)
+		}
+	})
+	return leaks
+}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/canary"
 	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/relayauth"
@@ -231,13 +230,7 @@ func TestForwardSplitSignedZstd(t *testing.T) {
 			t.Errorf("event envelope event_id %v", e.hdr["event_id"])
 		}
 		ev := e.env.Items[0].Payload
-		var leaks []string
-		canary.Scan(ev, func(f canary.Finding) {
-			if f.Leaked {
-				leaks = append(leaks, f.Kind.Name)
-			}
-		})
-		if len(leaks) > 0 {
+		if leaks := leakedCanaries(ev); len(leaks) > 0 {
 			t.Errorf("canaries leaked: %v\n%s", leaks, ev)
 		}
 		if !strings.Contains(string(ev), "rlcnry-ke-aaaab") {

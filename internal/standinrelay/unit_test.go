@@ -361,13 +361,7 @@ func TestScrubLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var leaks []string
-	canary.Scan(out, func(f canary.Finding) {
-		if f.Leaked {
-			leaks = append(leaks, f.Kind.Name)
-		}
-	})
-	if len(leaks) > 0 {
+	if leaks := leakedCanaries(out); len(leaks) > 0 {
 		t.Errorf("leaks %v: %s", leaks, out)
 	}
 	for _, want := range []string{`"body":"mail to rlcnry-le-aaaab [email]"`, `"body":"[Filtered]"`, `"value":3`, `"rlcnry-ke-aaaab"`, `"version":2`, `"@email:replace"`} {
