@@ -28,6 +28,10 @@ import (
 	"github.com/relayload/relayload/projects"
 )
 
+// sendingMemoryBudget is what blast may use beyond the pool's bodies while
+// sending (issue 4's target: 64 MB at 20k req/s).
+const sendingMemoryBudget = 64 << 20
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -172,6 +176,13 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "pool: %d envelopes (%s, %.1f MiB of bodies) built in %s\n",
 		len(p.Entries), enc, float64(bodies)/(1<<20), built.Round(time.Millisecond))
+	// The pool's bodies are live for the whole run, so with the default GOGC
+	// the heap may grow by as much garbage as the pool is large before a
+	// collection. A soft limit of the bodies plus the sending budget keeps
+	// RSS bounded for any duration (GOMEMLIMIT, if set, wins).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(bodies + sendingMemoryBudget)
+	}
 
 	cfg := blast.Config{
 		Target: *target, Pool: p, Rate: rate, Concurrency: *concurrency, Duration: *duration, Count: *count,
