@@ -583,30 +583,44 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 	if e != nil {
 		return nil, nil, e
 	}
+	body, bp, e := s.readDecodedAs(req, c, enc)
+	if e != nil {
+		return nil, nil, e
+	}
+	return body, func() { s.releaseBody(bp) }, nil
+}
+
+// readDecodedAs is readDecoded for a Content-Encoding already parsed. It
+// holds one of the body slots and the buffer bp, which body aliases, until
+// the caller calls s.releaseBody(bp); an encoded body's wire buffer goes back
+// to the pool once decoded. It returns no closure: the envelope sink
+// allocates nothing per request.
+func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, bp *[]byte, e *httpError) {
 	s.slots <- struct{}{}
-	bp, e := s.readBody(req)
+	bp, e = s.readBody(req)
 	if e != nil {
 		<-s.slots
 		return nil, nil, e
 	}
 	if enc == compression.Identity {
 		body, e = s.decodeBody(c, enc, *bp, nil)
-		if e != nil {
-			s.putBuf(bp)
-			<-s.slots
-			return nil, nil, e
-		}
-		return body, func() { s.putBuf(bp); <-s.slots }, nil
+	} else {
+		wire := bp
+		bp = s.getBuf()
+		body, e = s.decodeBody(c, enc, *wire, bp)
+		s.putBuf(wire)
 	}
-	op := s.getBuf()
-	body, e = s.decodeBody(c, enc, *bp, op)
-	s.putBuf(bp)
 	if e != nil {
-		s.putBuf(op)
-		<-s.slots
+		s.releaseBody(bp)
 		return nil, nil, e
 	}
-	return body, func() { s.putBuf(op); <-s.slots }, nil
+	return body, bp, nil
+}
+
+// releaseBody gives back what readDecodedAs holds.
+func (s *Server) releaseBody(bp *[]byte) {
+	s.putBuf(bp)
+	<-s.slots
 }
 
 // lookupRelay returns the relay with the given id, or nil.

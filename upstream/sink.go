@@ -40,26 +40,12 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 		s.writeError(w, c, newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+projectID))
 		return
 	}
-	s.slots <- struct{}{}
-	defer func() { <-s.slots }()
-	bp, e := s.readBody(req)
+	decoded, bp, e := s.readDecodedAs(req, c, enc)
 	if e != nil {
 		s.writeError(w, c, e)
 		return
 	}
-	defer s.putBuf(bp)
-	var decoded []byte
-	if enc == "identity" {
-		decoded, e = s.decodeBody(c, enc, *bp, nil)
-	} else {
-		op := s.getBuf()
-		defer s.putBuf(op)
-		decoded, e = s.decodeBody(c, enc, *bp, op)
-	}
-	if e != nil {
-		s.writeError(w, c, e)
-		return
-	}
+	defer s.releaseBody(bp)
 	sum := s.getSummary()
 	defer s.sums.Put(sum)
 	if err := envelope.Scan(decoded, sum); err != nil {
