@@ -51,7 +51,16 @@ func (w *nullWriter) Header() http.Header         { return w.h }
 func (w *nullWriter) WriteHeader(code int)        { w.status = code }
 func (w *nullWriter) Write(b []byte) (int, error) { return len(b), nil }
 
-func benchSink(b *testing.B, signed bool, size int) {
+// sinkSigning is how benchSink's requests are signed.
+type sinkSigning int
+
+const (
+	unsigned     sinkSigning = iota // an SDK's request
+	signedCached                    // a relay's, one signature over and over: cache hits
+	signedFresh                     // a relay's, a new signature each time, as Relay sends them
+)
+
+func benchSink(b *testing.B, signing sinkSigning, size int) {
 	ps, _ := projects.Generate(1, 100)
 	clk := &clock{t: time.Now()}
 	srv, err := New(Config{Projects: ps, VerifySignatures: true, Now: clk.Now})
@@ -65,11 +74,18 @@ func benchSink(b *testing.B, signed bool, size int) {
 	req.Header.Set("Content-Type", "application/x-sentry-envelope")
 	req.Header.Set("Content-Encoding", "zstd")
 	req.Header.Set("X-Sentry-Auth", p.AuthHeader("sentry.python/2.19.0"))
-	if signed {
+	var sigs []string
+	if signing != unsigned {
 		r := newRelay(b)
 		srv.RegisterRelay(r.id, r.pub)
 		req.Header.Set("X-Sentry-Relay-Id", r.id)
 		req.Header.Set("X-Sentry-Relay-Signature", r.sk.Sign(nil, clk.Now()))
+		if signing == signedFresh {
+			sigs = make([]string, b.N)
+			for i := range sigs {
+				sigs[i] = r.sk.Sign(nil, clk.Now().Add(-time.Duration(i)*time.Microsecond))
+			}
+		}
 	}
 	req.ContentLength = int64(len(body))
 	rb := &rewindBody{}
@@ -81,6 +97,9 @@ func benchSink(b *testing.B, signed bool, size int) {
 	for i := 0; i < b.N; i++ {
 		rb.Reset(body)
 		req.Body = rb
+		if sigs != nil {
+			req.Header["X-Sentry-Relay-Signature"] = sigs[i : i+1]
+		}
 		h.ServeHTTP(w, req)
 		if w.status != 200 {
 			b.Fatalf("status %d", w.status)
@@ -97,9 +116,10 @@ func benchSink(b *testing.B, signed bool, size int) {
 // a ~10 KB error event, zstd-compressed, through routing, decoding, framing,
 // counting and canary scanning.
 func BenchmarkSinkHandler(b *testing.B) {
-	b.Run("sdk", func(b *testing.B) { benchSink(b, false, 10<<10) })
-	b.Run("sdk-40KB", func(b *testing.B) { benchSink(b, false, 40<<10) })
-	b.Run("relay-signed-cached", func(b *testing.B) { benchSink(b, true, 10<<10) })
+	b.Run("sdk", func(b *testing.B) { benchSink(b, unsigned, 10<<10) })
+	b.Run("sdk-40KB", func(b *testing.B) { benchSink(b, unsigned, 40<<10) })
+	b.Run("relay-signed-cached", func(b *testing.B) { benchSink(b, signedCached, 10<<10) })
+	b.Run("relay-signed-fresh", func(b *testing.B) { benchSink(b, signedFresh, 10<<10) })
 	b.Run("parallel", benchSinkParallel)
 }
 
