@@ -669,26 +669,23 @@ func (s *Server) authRelay(req *http.Request, c *counters, data []byte, cacheabl
 			return rl, nil
 		}
 	}
-	if err := rl.pub.Verify(data, sig, s.cfg.MaxSignatureAge, now); err != nil {
+	signed, err := rl.pub.VerifyTime(data, sig, s.cfg.MaxSignatureAge, now)
+	if err != nil {
 		return nil, signatureError(err)
 	}
 	c.sigVerified.Add(1)
 	if cacheable {
-		s.cacheSignature(rl, sig, now)
+		s.cacheSignature(rl, sig, signed, now)
 	}
 	return rl, nil
 }
 
-// cacheSignature remembers a verified empty-data signature until its
-// timestamp ages past MaxSignatureAge.
-func (s *Server) cacheSignature(rl *relay, sig string, now time.Time) {
+// cacheSignature remembers a verified empty-data signature, signed at
+// signed, until it ages past MaxSignatureAge.
+func (s *Server) cacheSignature(rl *relay, sig string, signed, now time.Time) {
 	expiry := int64(math.MaxInt64)
 	if s.cfg.MaxSignatureAge > 0 {
-		t, err := relayauth.CheckSignatureTime(sig, 0, now)
-		if err != nil {
-			return
-		}
-		expiry = t.Add(s.cfg.MaxSignatureAge).UnixNano()
+		expiry = signed.Add(s.cfg.MaxSignatureAge).UnixNano()
 	}
 	if rl.nSigs.Load() >= maxCachedSignatures {
 		// Full: sweep expired entries, at most once a second (a Relay signs

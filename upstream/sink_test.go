@@ -445,7 +445,8 @@ func TestSignatureCacheBounded(t *testing.T) {
 	rl := f.srv.lookupRelay(r.id)
 	base := f.clock.Now()
 	for i := 0; i < maxCachedSignatures+50; i++ {
-		f.srv.cacheSignature(rl, r.sk.Sign(nil, base.Add(time.Duration(i)*time.Microsecond)), base)
+		signed := base.Add(time.Duration(i) * time.Microsecond)
+		f.srv.cacheSignature(rl, r.sk.Sign(nil, signed), signed, base)
 	}
 	if n := rl.nSigs.Load(); n != maxCachedSignatures {
 		t.Fatalf("cache holds %d, want the cap %d", n, maxCachedSignatures)
@@ -453,7 +454,7 @@ func TestSignatureCacheBounded(t *testing.T) {
 	// Once entries have expired, a sweep (at most one a second) makes room.
 	later := base.Add(DefaultMaxSignatureAge + time.Minute)
 	fresh := r.sk.Sign(nil, later)
-	f.srv.cacheSignature(rl, fresh, later)
+	f.srv.cacheSignature(rl, fresh, later, later)
 	if n := rl.nSigs.Load(); n != 1 {
 		t.Fatalf("after sweep the cache holds %d, want 1", n)
 	}
