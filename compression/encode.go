@@ -2,6 +2,7 @@ package compression
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 
@@ -121,51 +122,36 @@ func (e *Encoder) Encode(enc Encoding, src, dst []byte) ([]byte, error) {
 		defer e.gzip.Put(g)
 		g.out.b = dst
 		g.w.Reset(&g.out)
-		return g.finish(g.w.Write(src))
+		_, err := g.w.Write(src)
+		return g.out.finish(Gzip, g.w, err)
 	case Deflate:
 		z := e.zlib.Get().(*zlibWriter)
 		defer e.zlib.Put(z)
 		z.out.b = dst
 		z.w.Reset(&z.out)
-		return z.finish(z.w.Write(src))
+		_, err := z.w.Write(src)
+		return z.out.finish(Deflate, z.w, err)
 	case Brotli:
 		b := e.br.Get().(*brotliWriter)
 		defer e.br.Put(b)
 		b.out.b = dst
 		b.w.Reset(&b.out)
-		return b.finish(b.w.Write(src))
+		_, err := b.w.Write(src)
+		return b.out.finish(Brotli, b.w, err)
 	}
 	return dst, fmt.Errorf("%w: %q", ErrUnknownEncoding, string(enc))
 }
 
-// finish closes the stream and hands back the output, dropping the writer's
-// reference to it. Writes to an appendWriter cannot fail, so errors here are
-// bugs in the codec; they are returned rather than hidden.
-func (g *gzipWriter) finish(_ int, err error) ([]byte, error) {
-	if cerr := g.w.Close(); err == nil {
+// finish closes the stream w wrote into o and hands back the output,
+// dropping o's reference to it. Writes to an appendWriter cannot fail, so
+// errors here are bugs in the codec; they are returned rather than hidden.
+func (o *appendWriter) finish(enc Encoding, w io.Closer, err error) ([]byte, error) {
+	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
-	out := g.out.b
-	g.out.b = nil
-	return out, wrapEncode(Gzip, err)
-}
-
-func (z *zlibWriter) finish(_ int, err error) ([]byte, error) {
-	if cerr := z.w.Close(); err == nil {
-		err = cerr
-	}
-	out := z.out.b
-	z.out.b = nil
-	return out, wrapEncode(Deflate, err)
-}
-
-func (b *brotliWriter) finish(_ int, err error) ([]byte, error) {
-	if cerr := b.w.Close(); err == nil {
-		err = cerr
-	}
-	out := b.out.b
-	b.out.b = nil
-	return out, wrapEncode(Brotli, err)
+	out := o.b
+	o.b = nil
+	return out, wrapEncode(enc, err)
 }
 
 func wrapEncode(enc Encoding, err error) error {
