@@ -210,13 +210,15 @@ type SeriesPoint struct {
 type FaultSeen struct {
 	Spec string `json:"spec"`
 	// Forwarded envelopes per second before, during and after the fault.
-	RateBefore, RateDuring, RateAfter float64
+	RateBefore float64 `json:"forwarded_rate_before"`
+	RateDuring float64 `json:"forwarded_rate_during"`
+	RateAfter  float64 `json:"forwarded_rate_after"`
 	// Answers the upstream gave Relay during the fault, route → status → n.
 	Answers map[string]map[string]int64 `json:"answers"`
 	// Recovered is the time from the fault's end until forwarded envelopes
 	// caught up with what blast had been accepted (−1: never, within the drain).
 	Recovered time.Duration `json:"recovered_ns"`
-	// ClientErrors and ClientP99 are what blast saw during the fault.
+	// ClientNon2xx and ClientP99 are what blast saw during the fault.
 	ClientNon2xx int64   `json:"client_non_2xx"`
 	ClientP99    float64 `json:"client_p99_ms"`
 	Summary      string  `json:"summary"`
