@@ -134,6 +134,45 @@ func TestTextTables(t *testing.T) {
 	}
 }
 
+// TestTextOptionalSections: perf recordings with the flame-graph hint, a
+// fault's summary, StatsD metrics, load averages, peak RSS and gap appear
+// when the steps have them.
+func TestTextOptionalSections(t *testing.T) {
+	rep := sample()
+	st := rep.Steps[0]
+	st.Perf = &orchestrate.PerfRecord{File: "/tmp/relay-1.data", Event: "cpu-clock", CallGraph: "dwarf", Exit: "ok"}
+	st.Fault = &orchestrate.FaultSeen{Spec: "outage=10s", Summary: "outage for 10s: upstream answered envelope 503×42"}
+	st.StatsD = map[string]orchestrate.Quantiles{"event.processing_time": {P50: 1.25, P99: 7.5, Max: 9}}
+	st.StatsDCounters = map[string]float64{"event.accepted": 6000}
+	st.LoadAvg = [2]float64{0.42, 1.37}
+	st.Upstream.Gap = 17
+	rep.Summary[0].PeakRSS = 100 << 20
+	rep.Notes = []string{"perf: no hardware cycle counter on this machine; recording the software event cpu-clock instead"}
+	var b bytes.Buffer
+	Text(&b, rep)
+	out := b.String()
+	for _, want := range []string{
+		"perf recordings", "/tmp/relay-1.data: event cpu-clock, call graph dwarf, ok",
+		"perf script -i /tmp/relay-1.data | inferno-collapse-perf",
+		"Fault in step 1", "upstream answered envelope 503×42",
+		"event.processing_time", "7.5", "event.accepted", "6,000",
+		"0.42→1.37", "100.0 MB", "recording the software event cpu-clock",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	var gapRow bool
+	for _, l := range strings.Split(out, "\n") {
+		if cells := strings.Split(l, "|"); len(cells) > 6 && strings.TrimSpace(cells[1]) == "1" && strings.TrimSpace(cells[6]) == "17" {
+			gapRow = true
+		}
+	}
+	if !gapRow {
+		t.Errorf("step 1's row lacks its gap 17:\n%s", out)
+	}
+}
+
 func TestHeadlineHarness(t *testing.T) {
 	rep := &orchestrate.Report{Harness: true, Setup: orchestrate.Setup{Builds: []orchestrate.Build{{Name: "harness"}}, Rates: []float64{1000, 5000}},
 		KeptUpWith: map[string]float64{"harness": 5000},
