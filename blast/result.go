@@ -275,21 +275,45 @@ func addMap[K comparable](dst, src map[K]int64) {
 	}
 }
 
-// ReadFile reads a Result written with WriteFile (or --out).
+// ReadFile reads a Result written with WriteFile (or --out); see ParseResult.
 func ReadFile(path string) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("blast: %w", err)
 	}
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := parseResult(b)
+	if err != nil {
 		return nil, fmt.Errorf("blast: %s: %w", path, err)
 	}
+	return r, nil
+}
+
+// ParseResult decodes and checks a Result's JSON: the schema, the three
+// sketches, and windows numbered 0, 1, 2, … (Merge indexes by Second, so a
+// negative or huge one would crash it or allocate without bound).
+func ParseResult(b []byte) (*Result, error) {
+	r, err := parseResult(b)
+	if err != nil {
+		return nil, fmt.Errorf("blast: result: %w", err)
+	}
+	return r, nil
+}
+
+func parseResult(b []byte) (*Result, error) {
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
 	if r.Schema != SchemaVersion {
-		return nil, fmt.Errorf("blast: %s: schema %d, want %d", path, r.Schema, SchemaVersion)
+		return nil, fmt.Errorf("schema %d, want %d", r.Schema, SchemaVersion)
 	}
 	if r.Latency == nil || r.Lag == nil || r.Service == nil {
-		return nil, fmt.Errorf("blast: %s: missing sketches", path)
+		return nil, errors.New("missing sketches")
+	}
+	for i, w := range r.Windows {
+		if w.Second != i {
+			return nil, fmt.Errorf("window %d has second %d", i, w.Second)
+		}
 	}
 	return &r, nil
 }
@@ -298,9 +322,12 @@ func ReadFile(path string) (*Result, error) {
 func (r *Result) WriteFile(path string) error {
 	b, err := json.MarshalIndent(r, "", " ")
 	if err != nil {
-		return err
+		return fmt.Errorf("blast: result: %w", err)
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("blast: %w", err)
+	}
+	return nil
 }
 
 // WriteSummary writes the human-readable table.

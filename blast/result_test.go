@@ -3,7 +3,10 @@ package blast
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +184,131 @@ func TestMergeRejects(t *testing.T) {
 	}
 	if _, err := Merge(); err == nil {
 		t.Error("merged nothing")
+	}
+}
+
+// A result file with windows not numbered 0, 1, 2, … is rejected: Merge
+// indexes windows by second (a negative one crashed blast merge).
+func TestParseResultRejectsBadWindows(t *testing.T) {
+	r := newFakeRunner(t)
+	fakeOutcomes([]*runner{r}, 5, 300, r.newRecorder())
+	res := r.collect()
+	res.Elapsed = 5 * time.Second
+	res.finish()
+	good, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseResult(good); err != nil {
+		t.Fatalf("a written result does not parse: %v", err)
+	}
+	for _, second := range []int{-3, 1 << 40, 7} {
+		bad := *res
+		bad.Windows = slices.Clone(res.Windows)
+		bad.Windows[1].Second = second
+		b, err := json.Marshal(&bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseResult(b); err == nil {
+			t.Errorf("window second %d accepted", second)
+		}
+	}
+	for _, b := range []string{`{}`, `{"schema":1}`, `[]`, `{"schema":1,"latency":null}`} {
+		if _, err := ParseResult([]byte(b)); err == nil {
+			t.Errorf("accepted %s", b)
+		}
+	}
+}
+
+// FuzzParseResult: whatever parses can be merged, summarized and written
+// again without a panic and with bounded memory.
+func FuzzParseResult(f *testing.F) {
+	s := NewSketch()
+	s.Add(time.Millisecond)
+	sk, _ := json.Marshal(s)
+	f.Add([]byte(`{"schema":1,"rate":100,"shards":1,"latency":` + string(sk) + `,"lag":` + string(sk) + `,"service":` + string(sk) +
+		`,"windows":[{"second":0,"sent":3,"latency":` + string(sk) + `}],"by_status":{"200":3},"errors":{"timeout":1}}`))
+	f.Add([]byte(`{"schema":1,"windows":[{"second":-1}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseResult(b)
+		if err != nil {
+			return
+		}
+		m, err := Merge(r, r)
+		if err != nil {
+			return
+		}
+		if err := m.WriteSummary(io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// finish marks a run invalid above 0.1% drops or 5 ms lag p99 (and only
+// then), and the summary says so.
+func TestValidity(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		scheduled, drops int64
+		lag              time.Duration // every request's lag
+		invalid          string        // substring of the reason; "" = valid
+	}{
+		{"clean", 10000, 0, time.Millisecond, ""},
+		{"drops at the limit", 10000, 10, time.Millisecond, ""},
+		{"drops over the limit", 10000, 11, time.Millisecond, "dropped 11 of 10000"},
+		{"lag at the limit", 10000, 0, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
+		{"lag over the limit", 10000, 0, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Result{Scheduled: tc.scheduled, Dropped: tc.drops, Sent: tc.scheduled - tc.drops, Rate: 1000,
+				Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch()}
+			for range r.Sent {
+				r.Lag.Add(tc.lag)
+			}
+			r.finish()
+			var sum strings.Builder
+			if err := r.WriteSummary(&sum); err != nil {
+				t.Fatal(err)
+			}
+			if tc.invalid == "" {
+				if r.Invalid || strings.Contains(sum.String(), "INVALID") {
+					t.Fatalf("marked invalid: %q\n%s", r.InvalidReasons, sum.String())
+				}
+				return
+			}
+			if !r.Invalid || len(r.InvalidReasons) != 1 || !strings.Contains(r.InvalidReasons[0], tc.invalid) {
+				t.Fatalf("invalid %v, reasons %q; want one containing %q", r.Invalid, r.InvalidReasons, tc.invalid)
+			}
+			if !strings.Contains(sum.String(), "INVALID") || !strings.Contains(sum.String(), tc.invalid) {
+				t.Fatalf("summary does not say INVALID:\n%s", sum.String())
+			}
+		})
+	}
+}
+
+// WindowDeviations covers the full measured seconds only: not the warm-up,
+// not the last partial second; a shard is held to its share of the rate.
+func TestWindowDeviations(t *testing.T) {
+	r := &Result{Rate: 1000, Shards: 2, Shard: 1, Warmup: time.Second, Elapsed: 3500 * time.Millisecond}
+	for i, sent := range []int64{100, 500, 505, 490, 250} { // warm-up, 3 full seconds, partial
+		r.Windows = append(r.Windows, Window{Second: i, Sent: sent})
+	}
+	got := r.WindowDeviations()
+	want := []float64{0, 0.01, -0.02}
+	if len(got) != len(want) {
+		t.Fatalf("deviations %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("deviations %v, want %v", got, want)
+		}
+	}
+	r.Rate = 0 // closed loop: no target to deviate from
+	if d := r.WindowDeviations(); d != nil {
+		t.Fatalf("closed loop deviations %v", d)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/store"
 )
 
 // Alpha is the relative accuracy of every sketch blast writes. Sketches only
@@ -153,16 +154,56 @@ func (s *Sketch) UnmarshalJSON(b []byte) error {
 	if len(j.Data) == 0 {
 		return errors.New("blast: sketch without data")
 	}
-	if err := fresh.dd.DecodeAndMergeWith(j.Data); err != nil {
-		return fmt.Errorf("blast: decode sketch: %w", err)
+	if err := fresh.decode(j.Data); err != nil {
+		return err
 	}
 	if fresh.Count() != j.Count {
 		return fmt.Errorf("blast: sketch count %d, header says %d", fresh.Count(), j.Count)
 	}
 	if j.Count > 0 {
+		if !(0 <= j.Min && j.Min <= j.Max) {
+			return fmt.Errorf("blast: sketch min %v max %v", j.Min, j.Max)
+		}
 		fresh.min, fresh.max = j.Min, j.Max
 	}
 	*s = *fresh
+	return nil
+}
+
+// decode merges an encoded DDSketch into the empty s. The encoding names bin
+// indexes and s keeps a dense store spanning the lowest to the highest, so
+// it is decoded into a sparse store first (memory bounded by the input) and
+// only merged once every bin is one Add can produce: an index within the
+// mapping's indexable range, a positive finite count, no negative values.
+// Otherwise a crafted file of a few bytes makes the dense store allocate
+// gigabytes.
+func (s *Sketch) decode(data []byte) error {
+	m := s.dd.IndexMapping
+	sparse, err := ddsketch.DecodeDDSketch(data, store.SparseStoreConstructor, m)
+	if err != nil {
+		return fmt.Errorf("blast: decode sketch: %w", err)
+	}
+	if !sparse.GetNegativeValueStore().IsEmpty() {
+		return errors.New("blast: decode sketch: negative values")
+	}
+	if z := sparse.GetZeroCount(); !(z >= 0) || math.IsInf(z, 1) {
+		return fmt.Errorf("blast: decode sketch: zero count %v", z)
+	}
+	lo, hi := m.Index(m.MinIndexableValue()), m.Index(m.MaxIndexableValue())
+	var bad error
+	sparse.GetPositiveValueStore().ForEach(func(index int, count float64) bool {
+		if index < lo || index > hi || !(count > 0) || math.IsInf(count, 1) {
+			bad = fmt.Errorf("blast: decode sketch: bin %d with count %v (indexes %d..%d)", index, count, lo, hi)
+			return true
+		}
+		return false
+	})
+	if bad != nil {
+		return bad
+	}
+	if err := s.dd.MergeWith(sparse); err != nil {
+		return fmt.Errorf("blast: decode sketch: %w", err)
+	}
 	return nil
 }
 

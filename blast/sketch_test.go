@@ -7,6 +7,10 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
 )
 
 func lognormal(r *rand.Rand, n int) []time.Duration {
@@ -108,4 +112,57 @@ func FuzzSketchUnmarshal(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A crafted encoding naming far-apart bins is rejected before the dense
+// store would allocate the span between them (1<<34 bins: 128 GB).
+func TestSketchUnmarshalRejectsImpossibleBins(t *testing.T) {
+	m, err := mapping.NewLogarithmicMapping(Alpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, fill := range map[string]func(pos, neg *store.SparseStore){
+		"huge index":     func(pos, _ *store.SparseStore) { pos.Add(0); pos.Add(1 << 34) },
+		"negative index": func(pos, _ *store.SparseStore) { pos.Add(-1 << 34) },
+		"negative value": func(pos, neg *store.SparseStore) { pos.Add(0); neg.Add(3) },
+		"negative count": func(pos, _ *store.SparseStore) { pos.AddWithCount(5, -2); pos.AddWithCount(6, 3) },
+	} {
+		pos, neg := store.NewSparseStore(), store.NewSparseStore()
+		fill(pos, neg)
+		dd := ddsketch.NewDDSketch(m, pos, neg)
+		var data []byte
+		dd.Encode(&data, false)
+		b, err := json.Marshal(sketchJSON{Alpha: Alpha, Unit: Unit, Count: int64(math.Round(dd.GetCount())), Min: 1, Max: 2, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s Sketch
+		if err := json.Unmarshal(b, &s); err == nil {
+			t.Errorf("%s: accepted %s", name, b)
+		}
+	}
+	// The extremes Add can produce still decode.
+	s := NewSketch()
+	s.AddMillis(m.MinIndexableValue())
+	s.AddMillis(m.MaxIndexableValue())
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Sketch
+	if err := json.Unmarshal(b, &back); err != nil || !back.Equal(s) {
+		t.Fatalf("extreme values: %v", err)
+	}
+	// min > max in the header
+	var data []byte
+	one := NewSketch()
+	one.Add(time.Millisecond)
+	one.dd.Encode(&data, false)
+	b, err = json.Marshal(sketchJSON{Alpha: Alpha, Unit: Unit, Count: 1, Min: 3, Max: 2, Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err == nil {
+		t.Error("accepted min > max")
+	}
 }

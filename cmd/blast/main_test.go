@@ -108,6 +108,21 @@ func TestBadInput(t *testing.T) {
 	if _, _, code := runBlast(t, "merge", "/nonexistent.json"); code != 2 {
 		t.Errorf("merge of a missing file: exit %d", code)
 	}
+	// A damaged result file: one line, exit 2, no crash (a negative window
+	// second used to panic in Merge).
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	sk, err := blast.NewSketch().MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := `{"schema":1,"latency":` + string(sk) + `,"lag":` + string(sk) + `,"service":` + string(sk) + `,"windows":[{"second":-3}]}`
+	if err := os.WriteFile(bad, []byte(result), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runBlast(t, "merge", bad); code != 2 || !strings.Contains(stderr, "window 0 has second -3") ||
+		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("merge of a damaged file: exit %d, stderr %q", code, stderr)
+	}
 }
 
 func TestRunShardsAndMerge(t *testing.T) {
