@@ -7,8 +7,10 @@
 // gauges (last value) and timers, histograms and distributions (one DDSketch
 // per metric name, α = 0.01 like blast's, with exact count, sum, min and max;
 // each value weighted by 1/rate).
-// Sets are counted as lines and otherwise ignored. Tags are parsed for
-// validity and dropped: the report asks for one metric name at a time.
+// Sets are counted as lines and otherwise ignored. Tags (and DogStatsD
+// container ids and timestamps) are accepted and dropped: the report asks
+// for one metric name at a time. A line with any value that is not a finite
+// number is counted as malformed and recorded not at all.
 //
 // A receiver lives for one orchestrate step; Reset starts a fresh state.
 package statsd
@@ -18,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -147,7 +150,7 @@ type Quantiles struct {
 // Snapshot is the receiver's state at one moment.
 type Snapshot struct {
 	Datagrams int64                `json:"datagrams"`
-	Lines     int64                `json:"lines"`
+	Lines     int64                `json:"lines"` // recorded; Malformed ones are not
 	Malformed int64                `json:"malformed"`
 	Counters  map[string]float64   `json:"counters"`
 	Gauges    map[string]float64   `json:"gauges"`
@@ -178,6 +181,7 @@ type state struct {
 	gauges                      map[string]float64
 	timers                      map[string]*ddsketch.DDSketchWithExactSummaryStatistics
 	sets                        map[string]int64
+	nums                        []float64 // add's scratch
 }
 
 func newState() *state {
@@ -191,17 +195,23 @@ func newState() *state {
 
 // add records one parsed line.
 func (s *state) add(l Line) error {
-	s.lines++
-	switch l.Type {
-	case TypeSet:
+	if l.Type == TypeSet {
+		s.lines++
 		s.sets[string(l.Name)]++
 		return nil
 	}
+	// Check every value before recording any: a line with one bad packed
+	// value is malformed as a whole, not half counted.
+	s.nums = s.nums[:0]
 	for _, raw := range l.Values {
 		v, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil {
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: value %q", ErrMalformed, raw)
 		}
+		s.nums = append(s.nums, v)
+	}
+	s.lines++
+	for _, v := range s.nums {
 		switch l.Type {
 		case TypeCounter:
 			s.counters[string(l.Name)] += v / l.Rate
@@ -221,7 +231,7 @@ func (s *state) add(l Line) error {
 				v = 0
 			}
 			if err := sk.AddWithCount(v, 1/l.Rate); err != nil {
-				return fmt.Errorf("%w: value %q: %v", ErrMalformed, raw, err)
+				return fmt.Errorf("%w: value %v: %v", ErrMalformed, v, err)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package statsd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +86,23 @@ func TestAggregation(t *testing.T) {
 	if st.sets["s"] != 1 {
 		t.Errorf("sets %v", st.sets)
 	}
+
+	// Packed values with a sample rate and DogStatsD tags; a line with one
+	// bad or non-finite value is malformed and records nothing.
+	st = newState()
+	st.addDatagram([]byte("p:1:2:3|c|@0.5|#route:envelope,status:200\nq:5:7|ms|@0.25|#a:b\np:1:oops|c\np:NaN|c\nq:Inf|ms\nq:3:-Inf|ms\nn:NaN|g"), &vals)
+	if st.lines != 2 || st.malformed != 5 {
+		t.Fatalf("lines %d malformed %d, want 2 and 5", st.lines, st.malformed)
+	}
+	if st.counters["p"] != 12 {
+		t.Errorf("packed counter = %v, want (1+2+3)/0.5 = 12", st.counters["p"])
+	}
+	if q := summarize(st.timers["q"]); q.Count != 8 || q.Sum != 48 {
+		t.Errorf("packed timer count %v sum %v, want 2/0.25 = 8 and (5+7)×4 = 48", q.Count, q.Sum)
+	}
+	if _, ok := st.gauges["n"]; ok {
+		t.Errorf("NaN gauge recorded: %v", st.gauges)
+	}
 }
 
 func TestReceiverOverUDP(t *testing.T) {
@@ -165,11 +183,35 @@ func FuzzParseLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if l, err := ParseLine(b, nil); err == nil {
+			if len(l.Name) == 0 || len(l.Values) == 0 || !(l.Rate > 0 && l.Rate <= 1) || l.Type == "" {
+				t.Fatalf("ParseLine(%q) accepted %+v", b, l)
+			}
+			for _, v := range l.Values {
+				if len(v) == 0 || bytes.ContainsAny(v, ":|") {
+					t.Fatalf("ParseLine(%q): value %q", b, v)
+				}
+			}
+		} else if !errors.Is(err, ErrMalformed) {
+			t.Fatalf("ParseLine(%q): %v does not wrap ErrMalformed", b, err)
+		}
 		st := newState()
 		var vals [][]byte
 		st.addDatagram(b, &vals)
-		if st.lines < 0 || st.malformed < 0 {
-			t.Fatal("negative counts")
+		nonEmpty := 0
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if len(bytes.TrimRight(line, "\r ")) > 0 {
+				nonEmpty++
+			}
+		}
+		// Every non-empty line is either recorded or counted malformed.
+		if st.datagrams != 1 || st.lines+st.malformed != int64(nonEmpty) {
+			t.Fatalf("%q: %d lines + %d malformed, want %d", b, st.lines, st.malformed, nonEmpty)
+		}
+		for name, v := range st.counters {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("%q: counter %s = %v", b, name, v)
+			}
 		}
 	})
 }
