@@ -89,6 +89,17 @@ func children(ppidOf int) []int {
 	return out
 }
 
+// relayRunning reports whether a child of pid runs bin.
+func relayRunning(pid int, bin string) bool {
+	for _, c := range children(pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
+		if strings.Contains(string(b), bin) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestSIGINT sends a real SIGINT to the orchestrate binary mid-sweep: it
 // must exit 130 within 2 s, leave no child and no temp dir behind, and
 // write the partial report.
@@ -96,7 +107,9 @@ func TestSIGINT(t *testing.T) {
 	bins := t.TempDir()
 	orch := build(t, bins, "github.com/relayload/relayload/cmd/orchestrate", "orchestrate")
 	relay := build(t, bins, "github.com/relayload/relayload/internal/cmd/standin-relay", "standin-relay")
-	for _, after := range []time.Duration{500 * time.Millisecond, 2500 * time.Millisecond} {
+	// 0: 500 ms after the start (the pool is built or the relay starts);
+	// else this long after the relay was seen running (mid-blast).
+	for _, after := range []time.Duration{0, 2 * time.Second} {
 		t.Run(after.String(), func(t *testing.T) {
 			tmp, out := t.TempDir(), t.TempDir()
 			cmd := exec.Command(orch, "--relay-bin", relay, "--rates", "100,200", "--duration", "3s", "--warmup", "500ms",
@@ -107,8 +120,23 @@ func TestSIGINT(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(after)
+			if after == 0 {
+				time.Sleep(500 * time.Millisecond)
+			} else {
+				// Wait for the relay, so that the check below has it to check.
+				deadline := time.Now().Add(15 * time.Second)
+				for !relayRunning(cmd.Process.Pid, relay) && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if !relayRunning(cmd.Process.Pid, relay) {
+					t.Fatalf("the relay never ran")
+				}
+				time.Sleep(after)
+			}
 			kids := children(cmd.Process.Pid)
+			if after > 0 && len(kids) == 0 {
+				t.Fatal("no child to check")
+			}
 			sent := time.Now()
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			err := cmd.Wait()
