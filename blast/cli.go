@@ -3,12 +3,15 @@ package blast
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/relayload/relayload/projects"
 )
@@ -37,12 +40,22 @@ func ParseShard(s string) (shard, shards int, err error) {
 	return i, n, nil
 }
 
+// FetchTimeout bounds FetchProjects.
+const FetchTimeout = 30 * time.Second
+
 // FetchProjects reads the project list a fake upstream serves at
-// GET <url> (its /projects endpoint): a JSON array of projects.
+// GET <url> (its /projects endpoint): a JSON array of projects. A URL that
+// is not http:// wraps ErrConfig.
 func FetchProjects(ctx context.Context, url string) ([]projects.Project, error) {
+	u, err := neturl.Parse(url)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("%w: projects from %q: want an http:// URL", ErrConfig, url)
+	}
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("blast: projects from %s: %w", url, err)
+		return nil, fmt.Errorf("%w: projects from %s: %w", ErrConfig, url, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -56,16 +69,26 @@ func FetchProjects(ctx context.Context, url string) ([]projects.Project, error) 
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("blast: projects from %s: status %d: %.200s", url, resp.StatusCode, body)
 	}
-	var ps []projects.Project
-	if err := json.Unmarshal(body, &ps); err != nil {
+	ps, err := parseProjects(body)
+	if err != nil {
 		return nil, fmt.Errorf("blast: projects from %s: %w", url, err)
 	}
+	return ps, nil
+}
+
+// parseProjects decodes a /projects answer: a non-empty JSON array of
+// projects, each with an id and a public key.
+func parseProjects(body []byte) ([]projects.Project, error) {
+	var ps []projects.Project
+	if err := json.Unmarshal(body, &ps); err != nil {
+		return nil, err
+	}
 	if len(ps) == 0 {
-		return nil, fmt.Errorf("blast: projects from %s: empty list", url)
+		return nil, errors.New("empty list")
 	}
 	for i, p := range ps {
 		if p.ID <= 0 || p.PublicKey == "" {
-			return nil, fmt.Errorf("blast: projects from %s: entry %d has no id or public_key", url, i)
+			return nil, fmt.Errorf("entry %d has no id or public_key", i)
 		}
 	}
 	return ps, nil

@@ -106,4 +106,31 @@ func TestFetchProjects(t *testing.T) {
 			t.Errorf("%s accepted", p)
 		}
 	}
+	for _, u := range []string{"", "ftp://127.0.0.1/projects", "127.0.0.1:1/projects", "http://"} {
+		if _, err := FetchProjects(context.Background(), u); !errors.Is(err, ErrConfig) {
+			t.Errorf("FetchProjects(%q): %v, want ErrConfig", u, err)
+		}
+	}
+}
+
+func FuzzParseProjects(f *testing.F) {
+	f.Add([]byte(`[{"id":1,"org_id":1,"slug":"a-1","public_key":"0123456789abcdef0123456789abcdef","key_id":100000}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"id":0}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := parseProjects(b)
+		if err != nil {
+			return
+		}
+		if len(ps) == 0 {
+			t.Fatal("empty list accepted")
+		}
+		for _, p := range ps {
+			if p.ID <= 0 || p.PublicKey == "" {
+				t.Fatalf("project %+v accepted", p)
+			}
+			_ = p.AuthHeader(DefaultSDKClient) // what Run does with it
+			_ = p.EnvelopePath()
+		}
+	})
 }

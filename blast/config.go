@@ -159,7 +159,7 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 func ParseTarget(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: target %q: %v", ErrConfig, s, err)
+		return nil, fmt.Errorf("%w: target %q: %w", ErrConfig, s, err)
 	}
 	if u.Scheme != "http" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("%w: target %q: want http://host[:port][/path]", ErrConfig, s)

@@ -67,7 +67,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		host: target.Host, encoding: enc, timeout: cfg.Timeout, maxConns: cfg.MaxConns,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	defer r.client.close()
 

@@ -85,6 +85,9 @@ func TestBadInput(t *testing.T) {
 		{"--pool", "0"},
 		{"--zipf-s", "1"},
 		{"--client", "curl"},
+		{"--projects-from", "ftp://127.0.0.1:1/projects"},
+		{"--user-agents", "0"},
+		{"--projects", "0"},
 		{"--no-such-flag"},
 		{"stray-argument"},
 	} {
@@ -95,7 +98,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", tc, code, stderr)
 			continue
 		}
-		if tc[0] != "--no-such-flag" && (len(lines) != 1 || !strings.HasPrefix(lines[0], "blast: ")) {
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "blast: ") {
 			t.Errorf("%v: stderr %q, want one line", tc, stderr)
 		}
 	}
