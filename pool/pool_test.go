@@ -970,3 +970,57 @@ func TestLogTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentWhereRelayReadsIt: each entry's agent is where Relay reads a
+// User-Agent for its kind (envelopes.md §4.1): request.headers of errors
+// and transactions, attrs.user_agent of every session item,
+// user_agent.original of browser logs; and nowhere a different agent.
+func TestAgentWhereRelayReadsIt(t *testing.T) {
+	p := mixed(t)
+	seen := map[Kind]int{}
+	for i, e := range p.Entries {
+		if e.UserAgent == "" {
+			t.Fatalf("%d: no agent", i)
+		}
+		env, err := envelope.Parse(p.Raw(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range env.Items {
+			v := decode(t, p, i, k)
+			switch e.Kind {
+			case Error, Transaction:
+				h, _ := v["request"].(map[string]any)["headers"].(map[string]any)
+				if h["User-Agent"] != e.UserAgent {
+					t.Fatalf("%d (%s): request.headers User-Agent %v, entry %q", i, e.Kind, h["User-Agent"], e.UserAgent)
+				}
+				seen[e.Kind]++
+			case Session:
+				if ua := v["attrs"].(map[string]any)["user_agent"]; ua != e.UserAgent {
+					t.Fatalf("%d: attrs.user_agent %v, entry %q", i, ua, e.UserAgent)
+				}
+				seen[e.Kind]++
+			case Log:
+				n := 0
+				for _, r := range v["items"].([]any) {
+					a, ok := r.(map[string]any)["attributes"].(map[string]any)["user_agent.original"].(map[string]any)
+					if !ok {
+						continue
+					}
+					if a["value"] != e.UserAgent || a["type"] != "string" {
+						t.Fatalf("%d: log user_agent.original %v, entry %q", i, a, e.UserAgent)
+					}
+					n++
+				}
+				if n > 0 {
+					seen[e.Kind]++
+				}
+			}
+		}
+	}
+	for _, k := range []Kind{Error, Transaction, Session, Log} {
+		if seen[k] < 20 {
+			t.Errorf("%s: agent found in only %d items", k, seen[k])
+		}
+	}
+}
