@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/orchestrate/relayconfig"
 	"github.com/relayload/relayload/orchestrate/relayproc"
 )
 
@@ -366,6 +367,8 @@ func TestPinning(t *testing.T) {
 	cfg.WorkDir = t.TempDir()
 	cfg.Keep = true
 	cfg.RelayCPUs = strconv.Itoa(allowed[1])
+	// --relay-config overrides reach config.yml, the relay runs with them.
+	cfg.RelayConfig = relayconfig.Config{"limits": map[string]any{"max_concurrent_requests": 37}, "sentry": nil}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -380,6 +383,21 @@ func TestPinning(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(st.Dir, "config", "config.yml"))
 	if err != nil || !strings.Contains(string(b), "max_thread_count: 1") {
 		t.Errorf("config.yml lacks max_thread_count 1 (%v):\n%s", err, b)
+	}
+	for _, want := range []string{"max_concurrent_requests: 37", "emit_outcomes: true", "mode: managed", "bucket_interval: 1"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("config.yml lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "sentry:") {
+		t.Errorf("config.yml keeps the section the override removed:\n%s", b)
+	}
+	if c, err := os.ReadFile(filepath.Join(st.Dir, "config", "credentials.json")); err != nil || !strings.Contains(string(c), `"secret_key"`) {
+		t.Errorf("credentials.json: %v %s", err, c)
+	}
+	// Relay's log is a file in the step dir.
+	if fi, err := os.Stat(filepath.Join(st.Dir, "relay.log")); err != nil || fi.Size() == 0 {
+		t.Errorf("relay.log in the step dir: %v", err)
 	}
 	// Run restores orchestrate's own affinity and GOMAXPROCS.
 	if now, _ := relayproc.Affinity(os.Getpid()); !slices.Equal(now, allowed) {
