@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/upstream"
 )
@@ -174,8 +176,27 @@ func TestDump(t *testing.T) {
 	if len(ents) != 25 {
 		t.Fatalf("%d envelopes dumped", len(ents))
 	}
-	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	var m pool.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) != 25 || m.Options.Encoding != "zstd" || m.Options.Size != 25 {
+		t.Fatalf("manifest: %d entries, options %+v", len(m.Entries), m.Options)
+	}
+	// Timestamps are fresh for every run: anchored at the time blast starts.
+	if age := time.Since(m.Options.Now); age < 0 || age > time.Minute {
+		t.Fatalf("pool anchored at %v, %v ago", m.Options.Now, age)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, m.Entries[0].File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"sent_at":"` + m.Options.Now.Format("2006-01-02T15:04:05.000Z") + `"`; !strings.Contains(string(raw[:bytes.IndexByte(raw, '\n')]), want) {
+		t.Fatalf("envelope header %.200s lacks %s", raw, want)
 	}
 }
 
