@@ -274,34 +274,41 @@ func TestRoundsAndCompare(t *testing.T) {
 
 func TestFaultOutage(t *testing.T) {
 	bin := standin(t)
-	cfg := quick(100)
-	cfg.Duration = 3 * time.Second
-	f, err := ParseFault("outage=1s@500ms")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ spec, status, summary string }{
+		{"outage=1s@500ms", "503", "outage for 1s"},
+		{"429-storm=1s@500ms", "429", "429-storm for 1s"},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			cfg := quick(100)
+			cfg.Duration = 3 * time.Second
+			f, err := ParseFault(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Fault = f
+			cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+			cfg.WorkDir = t.TempDir()
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := rep.Steps[0]
+			if st.Failed || st.Fault == nil {
+				t.Fatalf("step failed=%v %s fault=%v", st.Failed, st.Error, st.Fault)
+			}
+			fs := st.Fault
+			if fs.Answers["envelope"][tc.status] == 0 {
+				t.Errorf("no %s answers during the fault: %v", tc.status, fs.Answers)
+			}
+			if fs.RateDuring >= fs.RateBefore {
+				t.Errorf("forwarding did not drop during the fault: before %.0f during %.0f", fs.RateBefore, fs.RateDuring)
+			}
+			if !strings.Contains(fs.Summary, tc.summary) {
+				t.Errorf("summary %q", fs.Summary)
+			}
+			t.Log(fs.Summary, " | gap", st.Upstream.Gap)
+		})
 	}
-	cfg.Fault = f
-	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
-	cfg.WorkDir = t.TempDir()
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := rep.Steps[0]
-	if st.Failed || st.Fault == nil {
-		t.Fatalf("step failed=%v %s fault=%v", st.Failed, st.Error, st.Fault)
-	}
-	fs := st.Fault
-	if fs.Answers["envelope"]["503"] == 0 {
-		t.Errorf("no 503 answers during the outage: %v", fs.Answers)
-	}
-	if fs.RateDuring >= fs.RateBefore {
-		t.Errorf("forwarding did not drop during the outage: before %.0f during %.0f", fs.RateBefore, fs.RateDuring)
-	}
-	if !strings.Contains(fs.Summary, "outage for 1s") {
-		t.Errorf("summary %q", fs.Summary)
-	}
-	t.Log(fs.Summary, " | gap", st.Upstream.Gap)
 }
 
 func TestPerfRecording(t *testing.T) {

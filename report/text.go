@@ -209,7 +209,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 		t.add(row...)
 	}
 	t.write(w)
-	fmt.Fprintln(w, "\nforwarded: envelopes the fake upstream received from the start of blast (its warm-up included) until the drain ended; gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded).")
+	fmt.Fprintln(w, "\nforwarded: envelopes the fake upstream received from the start of blast (its warm-up included) until the drain ended; gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest).")
 
 	if hasOutcomes(rep) {
 		h("Outcomes " + proc + " reported")
