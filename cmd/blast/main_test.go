@@ -266,3 +266,64 @@ func TestProjectsFromUpstream(t *testing.T) {
 		t.Fatalf("bad --projects-from succeeded: %s", stderr)
 	}
 }
+
+// The pool flags reach the pool: --mix, --projects, --zipf-s, --encoding,
+// --seed, --user-agents and --unique-user-agents --pool N.
+func TestPoolFlags(t *testing.T) {
+	dump := func(args ...string) pool.Manifest {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "pool")
+		if _, stderr, code := runBlast(t, append([]string{"--dump", dir}, args...)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m pool.Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := dump("--unique-user-agents", "--pool", "300", "--mix", "errors=1", "--projects", "3", "--seed", "77",
+		"--zipf-s", "2", "--encoding", "gzip")
+	ps, err := projects.Generate(77, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int64]bool{}
+	for _, p := range ps {
+		ids[p.ID] = true
+	}
+	agents := map[string]bool{}
+	for _, e := range m.Entries {
+		if e.Kind != pool.Error || !ids[e.ProjectID] || e.Encoding != "gzip" {
+			t.Fatalf("entry %+v: want an error of one of projects %v, gzip", e, ids)
+		}
+		agents[e.UserAgent] = true
+	}
+	if len(m.Entries) != 300 || len(agents) != 300 || m.Options.ZipfS != 2 || m.Options.Seed != 77 || !m.Options.UniqueUserAgents {
+		t.Fatalf("%d entries, %d distinct agents, options %+v", len(m.Entries), len(agents), m.Options)
+	}
+	m = dump("--pool", "200", "--user-agents", "5", "--mix", "sessions=1")
+	agents = map[string]bool{}
+	for _, e := range m.Entries {
+		agents[e.UserAgent] = true
+	}
+	if len(agents) > 5 || len(agents) < 2 || m.Options.UserAgents != 5 {
+		t.Fatalf("--user-agents 5: %d distinct agents", len(agents))
+	}
+}
+
+// --rate max --concurrency N runs closed loop.
+func TestClosedLoop(t *testing.T) {
+	srv, n := sink(t)
+	stdout, stderr, code := runBlast(t, "--target", srv.URL, "--rate", "max", "--concurrency", "4", "--count", "120", "--pool", "30", "--timeout", "30s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n.Load() != 120 || !strings.Contains(stdout, "closed loop, concurrency 4") {
+		t.Fatalf("server got %d, want 120\n%s", n.Load(), stdout)
+	}
+}
