@@ -475,3 +475,44 @@ func TestInterruptStopsPerf(t *testing.T) {
 		t.Errorf("perf record of the interrupted step: %+v", st.Perf)
 	}
 }
+
+// TestWarmupNeverCompletes: a "relay" that is ready but answers every
+// envelope 501 and never talks to the upstream. The warm-up gives up after
+// its bound and says so; the step still runs and is judged.
+func TestWarmupNeverCompletes(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	bin := script(t, `dir=$2
+port=$(sed -n 's/^ *port: *//p' "$dir/config.yml" | head -n 1)
+mkdir -p "$dir/../www/api/relay/healthcheck/ready" && echo ok > "$dir/../www/api/relay/healthcheck/ready/index.html"
+cd "$dir/../www" && exec python3 -m http.server --bind 127.0.0.1 "$port"
+`)
+	cfg := quick(20)
+	cfg.Duration = time.Second
+	cfg.Idle = 0
+	cfg.WarmupTimeout = time.Second
+	cfg.Builds = []Build{{Name: "mute", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if st.Failed {
+		t.Fatalf("step failed: %s\n%s", st.Error, st.LogTail)
+	}
+	if st.Warm.Complete || !strings.Contains(st.Warm.Note, "warm-up incomplete after 1s") || !strings.Contains(st.Warm.Note, "501") {
+		t.Errorf("warm-up %+v", st.Warm)
+	}
+	said := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "warm-up incomplete") })
+	if !said || !slices.Contains(st.Reasons, st.Warm.Note) {
+		t.Errorf("incomplete warm-up not reported: notes %v, reasons %v", rep.Notes, st.Reasons)
+	}
+	if st.Verdict != VerdictFellBehind {
+		t.Errorf("verdict %q %v, want fell behind (every request answered 501)", st.Verdict, st.Reasons)
+	}
+	if left := processesMentioning(cfg.WorkDir); len(left) != 0 {
+		t.Errorf("processes left: %v", left)
+	}
+}
