@@ -121,7 +121,7 @@ func (r *runner) startProgress() (stop func()) {
 				r.flushBefore(sec + 1)
 				var p99 time.Duration
 				r.winMu.Lock()
-				if sec >= 0 && sec < len(r.windows) {
+				if sec >= 0 && sec < len(r.windows) && r.windows[sec].latency != nil {
 					p99 = r.windows[sec].latency.Quantile(0.99)
 				}
 				r.winMu.Unlock()

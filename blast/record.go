@@ -43,7 +43,9 @@ func (w *window) merge(o *window) {
 	w.ok += o.ok
 	w.errs += o.errs
 	w.dropped += o.dropped
-	_ = w.latency.Merge(o.latency) // same mapping: cannot fail
+	if w.latency != nil { // nil: a window too old to keep its sketch
+		_ = w.latency.Merge(o.latency) // same mapping: cannot fail
+	}
 }
 
 func (w *window) reset() {
@@ -140,7 +142,7 @@ func (rec *recorder) addWindow(r *runner, idx int, w *window, latency time.Durat
 			sw.ok += w.ok
 			sw.errs += w.errs
 			sw.dropped += w.dropped
-			if hasLatency {
+			if hasLatency && sw.latency != nil {
 				sw.latency.Add(latency)
 			}
 			r.winMu.Unlock()
@@ -169,10 +171,22 @@ func (rec *recorder) flushWindow(r *runner) {
 	rec.win.reset()
 }
 
+// DefaultLatencyWindows is how many of the most recent one-second windows
+// keep their own latency sketch (about 4.6 KB each): one hour. Older windows
+// keep their counts only; the run's latency sketches cover every request.
+const DefaultLatencyWindows = 3600
+
 // windowAt returns the shared window of second idx; r.winMu held.
 func (r *runner) windowAt(idx int) *window {
 	for len(r.windows) <= idx {
 		r.windows = append(r.windows, &window{latency: NewSketch()})
+	}
+	keep := r.latencyWindows
+	if keep <= 0 {
+		keep = DefaultLatencyWindows
+	}
+	for ; r.latencyFrom < len(r.windows)-keep; r.latencyFrom++ {
+		r.windows[r.latencyFrom].latency = nil
 	}
 	return r.windows[idx]
 }

@@ -86,11 +86,13 @@ type Result struct {
 
 // Window is one second of a run.
 type Window struct {
-	Second  int     `json:"second"`
-	Sent    int64   `json:"sent"`
-	OK      int64   `json:"ok"`
-	Errors  int64   `json:"errors"`
-	Dropped int64   `json:"dropped"`
+	Second  int   `json:"second"`
+	Sent    int64 `json:"sent"`
+	OK      int64 `json:"ok"`
+	Errors  int64 `json:"errors"`
+	Dropped int64 `json:"dropped"`
+	// Latency is nil (JSON null) for windows more than DefaultLatencyWindows
+	// seconds before the end of the run: their sketches are not kept.
 	Latency *Sketch `json:"latency"`
 }
 
@@ -256,8 +258,12 @@ func Merge(rs ...*Result) (*Result, error) {
 			ow.OK += w.OK
 			ow.Errors += w.Errors
 			ow.Dropped += w.Dropped
-			if err := ow.Latency.Merge(w.Latency); err != nil {
-				return nil, err
+			if w.Latency == nil {
+				ow.Latency = nil // one input kept no sketch: the merge has none either
+			} else if ow.Latency != nil {
+				if err := ow.Latency.Merge(w.Latency); err != nil {
+					return nil, err
+				}
 			}
 		}
 		out.Interrupted = out.Interrupted || r.Interrupted

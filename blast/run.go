@@ -41,6 +41,11 @@ type runner struct {
 
 	winMu   sync.Mutex
 	windows []*window // indexed by second since start (warm-up included)
+	// latencyFrom is the first window that still holds a latency sketch:
+	// only the last latencyWindows keep one, so memory stays bounded
+	// however long the run (counts are kept for every second).
+	latencyFrom    int
+	latencyWindows int
 
 	// progress counters (exact, but the result is built from recorders)
 	pSent, pErr, pDrop atomic.Int64
