@@ -50,6 +50,9 @@ var ErrConfig = errors.New("bad config")
 type Build struct {
 	Name string `json:"name"`
 	Bin  string `json:"bin,omitempty"`
+	// Version is the first line the binary prints for --version (empty if
+	// it prints nothing in time); Run fills it in.
+	Version string `json:"version,omitempty"`
 }
 
 // Config describes a sweep.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -71,6 +72,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	r := &runner{cfg: cfg}
+	cfg.Builds = append([]Build(nil), cfg.Builds...) // the caller's slice stays as it was
+	for i, b := range cfg.Builds {
+		if b.Bin == "" {
+			continue
+		}
+		cfg.Builds[i].Version = probeVersion(ctx, b.Bin)
+		if strings.Contains(cfg.Builds[i].Version, "not Relay") {
+			r.notes = append(r.notes, fmt.Sprintf("build %s is %q: a stand-in for tests, not Relay; its CPU and memory figures say nothing about Relay's", b.Name, cfg.Builds[i].Version))
+		}
+	}
+	r.cfg = cfg
 	if cfg.RelayCPUs != "" {
 		r.threads, _ = CountCPUs(cfg.RelayCPUs)
 	}
@@ -628,4 +640,18 @@ func Spread(v []float64) float64 {
 		return 0
 	}
 	return 100 * (slices.Max(v) - slices.Min(v)) / math.Abs(m)
+}
+
+// probeVersion returns the first line bin prints for --version, or "" when
+// it prints nothing within two seconds. The report names each build's
+// version, and says so when a build is the stand-in rather than Relay.
+func probeVersion(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(line)
 }

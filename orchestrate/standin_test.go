@@ -93,6 +93,16 @@ func TestStandinSweep(t *testing.T) {
 	if rep.Harness || len(rep.Steps) != 2 || rep.Failed != 0 {
 		t.Fatalf("harness=%v steps=%d failed=%d: %+v", rep.Harness, len(rep.Steps), rep.Failed, rep.Steps[0])
 	}
+	// The report names the build's version and says it is not Relay.
+	if v := rep.Setup.Builds[0].Version; !strings.Contains(v, "standin-relay") || !strings.Contains(v, "not Relay") {
+		t.Errorf("build version %q", v)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "stand-in for tests, not Relay") }) {
+		t.Errorf("no stand-in note in %q", rep.Notes)
+	}
+	if cfg.Builds[0].Version != "" {
+		t.Error("Run changed the caller's Builds")
+	}
 	for _, st := range rep.Steps {
 		if !st.Warm.Complete || st.Warm.KeysServed < 10 || st.Warm.Global < 1 {
 			t.Errorf("step %d warm-up: %+v", st.Index, st.Warm)
@@ -157,7 +167,7 @@ func TestRelayThatDoesNotStart(t *testing.T) {
 }
 
 func TestRelayNeverReady(t *testing.T) {
-	bin := script(t, "echo 'starting but never listening' >&2\nexec sleep 30\n")
+	bin := script(t, "[ \"$1\" = --version ] && exit 1\necho 'starting but never listening' >&2\nexec sleep 30\n")
 	cfg := quick(100)
 	cfg.Builds = []Build{{Name: "stuck", Bin: bin}}
 	cfg.WorkDir = t.TempDir()
@@ -184,7 +194,7 @@ func TestRelayKilledMidStep(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "killed-once")
 	// The first Relay started is killed with SIGKILL 1.1 s in (during the
 	// blast); the next step's Relay runs normally.
-	wrapper := script(t, fmt.Sprintf(`if [ -e %[1]q ]; then exec %[2]q "$@"; fi
+	wrapper := script(t, fmt.Sprintf(`if [ -e %[1]q ] || [ "$1" = --version ]; then exec %[2]q "$@"; fi
 touch %[1]q
 %[2]q "$@" &
 child=$!
@@ -483,7 +493,8 @@ func TestWarmupNeverCompletes(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
 	}
-	bin := script(t, `dir=$2
+	bin := script(t, `[ "$1" = --version ] && exit 1
+dir=$2
 port=$(sed -n 's/^ *port: *//p' "$dir/config.yml" | head -n 1)
 mkdir -p "$dir/../www/api/relay/healthcheck/ready" && echo ok > "$dir/../www/api/relay/healthcheck/ready/index.html"
 cd "$dir/../www" && exec python3 -m http.server --bind 127.0.0.1 "$port"

@@ -309,7 +309,11 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 	var builds []string
 	for _, b := range s.Builds {
 		if b.Bin != "" {
-			builds = append(builds, b.Name+"="+b.Bin)
+			s := b.Name + "=" + b.Bin
+			if b.Version != "" {
+				s += " (" + b.Version + ")"
+			}
+			builds = append(builds, s)
 		}
 	}
 	if len(builds) > 0 {
