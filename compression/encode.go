@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/andybalholm/brotli"
-	"github.com/andybalholm/brotli/matchfinder"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
@@ -39,9 +38,9 @@ const (
 // goroutine-dependent framing).
 type Encoder struct {
 	zstd *zstd.Encoder
-	gzip sync.Pool // *gzipWriter
-	zlib sync.Pool // *zlibWriter
-	br   sync.Pool // *brotliWriter
+	gzip sync.Pool // *streamWriter around a *gzip.Writer
+	zlib sync.Pool // *streamWriter around a *zlib.Writer
+	br   sync.Pool // *streamWriter around a brotli *matchfinder.Writer
 }
 
 // appendWriter is an io.Writer appending to a slice the caller owns.
@@ -52,19 +51,26 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type gzipWriter struct {
-	out appendWriter
-	w   *gzip.Writer
+// resetWriter is what the gzip, zlib and brotli writers have in common.
+type resetWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
 }
 
-type zlibWriter struct {
+// streamWriter is a pooled stream compressor writing into out.
+type streamWriter struct {
 	out appendWriter
-	w   *zlib.Writer
+	w   resetWriter
 }
 
-type brotliWriter struct {
-	out appendWriter
-	w   *matchfinder.Writer
+// encodeStream compresses src with a writer from p, appending to dst.
+func encodeStream(p *sync.Pool, enc Encoding, src, dst []byte) ([]byte, error) {
+	s := p.Get().(*streamWriter)
+	defer p.Put(s)
+	s.out.b = dst
+	s.w.Reset(&s.out)
+	_, err := s.w.Write(src)
+	return s.out.finish(enc, s.w, err)
 }
 
 // NewEncoder returns an Encoder using the levels above.
@@ -83,7 +89,7 @@ func NewEncoder() *Encoder {
 	}
 	e := &Encoder{zstd: ze}
 	e.gzip.New = func() any {
-		g := new(gzipWriter)
+		g := new(streamWriter)
 		w, err := gzip.NewWriterLevel(&g.out, GzipLevel)
 		if err != nil {
 			panic("compression: gzip.NewWriterLevel: " + err.Error())
@@ -92,7 +98,7 @@ func NewEncoder() *Encoder {
 		return g
 	}
 	e.zlib.New = func() any {
-		z := new(zlibWriter)
+		z := new(streamWriter)
 		w, err := zlib.NewWriterLevel(&z.out, ZlibLevel)
 		if err != nil {
 			panic("compression: zlib.NewWriterLevel: " + err.Error())
@@ -101,7 +107,7 @@ func NewEncoder() *Encoder {
 		return z
 	}
 	e.br.New = func() any {
-		b := new(brotliWriter)
+		b := new(streamWriter)
 		b.w = brotli.NewWriterV2(&b.out, BrotliLevel)
 		return b
 	}
@@ -118,26 +124,11 @@ func (e *Encoder) Encode(enc Encoding, src, dst []byte) ([]byte, error) {
 	case Zstd:
 		return e.zstd.EncodeAll(src, dst), nil
 	case Gzip:
-		g := e.gzip.Get().(*gzipWriter)
-		defer e.gzip.Put(g)
-		g.out.b = dst
-		g.w.Reset(&g.out)
-		_, err := g.w.Write(src)
-		return g.out.finish(Gzip, g.w, err)
+		return encodeStream(&e.gzip, enc, src, dst)
 	case Deflate:
-		z := e.zlib.Get().(*zlibWriter)
-		defer e.zlib.Put(z)
-		z.out.b = dst
-		z.w.Reset(&z.out)
-		_, err := z.w.Write(src)
-		return z.out.finish(Deflate, z.w, err)
+		return encodeStream(&e.zlib, enc, src, dst)
 	case Brotli:
-		b := e.br.Get().(*brotliWriter)
-		defer e.br.Put(b)
-		b.out.b = dst
-		b.w.Reset(&b.out)
-		_, err := b.w.Write(src)
-		return b.out.finish(Brotli, b.w, err)
+		return encodeStream(&e.br, enc, src, dst)
 	}
 	return dst, fmt.Errorf("%w: %q", ErrUnknownEncoding, string(enc))
 }
