@@ -123,6 +123,7 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 	}
 	c.projEnvelopes[pidx].Add(1)
 	c.projItems[pidx].Add(int64(len(sum.Items)))
+	data := false
 	for i := range sum.Items {
 		it := &sum.Items[i]
 		ti := itemTypeIndex(it.Type)
@@ -133,6 +134,9 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 		}
 		c.records[ti].Add(n)
 		payload := decoded[it.PayloadStart:it.PayloadEnd]
+		if !metaItem(ti) {
+			data = true
+		}
 		switch ti {
 		case 0, 1, 5, 6: // event, transaction, log, span
 			s.scanCanaries(c, payload)
@@ -142,6 +146,20 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 			s.bucketOutcomes(c, payload, srcMetricBuckets)
 		}
 	}
+	if data {
+		c.dataEnvelopes.Add(1)
+		c.arrivals.add(s.now())
+	}
+}
+
+// metaItem reports whether an item type is Relay's own traffic about the
+// data (metrics, client reports) rather than the data itself.
+func metaItem(ti int) bool {
+	switch ti {
+	case 11, 12, 13, 14: // client_report, metric_buckets, statsd, metric_meta
+		return true
+	}
+	return false
 }
 
 var (

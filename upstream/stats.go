@@ -143,6 +143,8 @@ type counters struct {
 	inflight atomic.Int64 // requests counting into this generation
 
 	envelopes      atomic.Int64
+	dataEnvelopes  atomic.Int64
+	arrivals       timeline // data envelopes per second
 	envelopesRelay atomic.Int64
 	envelopesSDK   atomic.Int64
 	items          [len(itemTypes)]atomic.Int64
@@ -193,7 +195,7 @@ func canaryIndex(code string) int {
 }
 
 func newCounters(nProjects int, now time.Time) *counters {
-	return &counters{
+	c := &counters{
 		started:       now,
 		projEnvelopes: make([]atomic.Int64, nProjects),
 		projItems:     make([]atomic.Int64, nProjects),
@@ -201,6 +203,8 @@ func newCounters(nProjects int, now time.Time) *counters {
 		canaryKept:    make([]atomic.Int64, len(canaryKinds)),
 		canaryFound:   make([]atomic.Int64, len(canaryKinds)),
 	}
+	c.arrivals.start = now
+	return c
 }
 
 // outcome sources in outcomeMsgs.
@@ -288,6 +292,10 @@ type Stats struct {
 	// "relay" (X-Sentry-Relay-Id present and verified) or "sdk".
 	Envelopes         int64            `json:"envelopes"`
 	EnvelopesBySender map[string]int64 `json:"envelopes_by_sender"`
+	// DataEnvelopes are the envelopes with at least one item that is
+	// neither metrics nor a client report; Timeline has them per second.
+	DataEnvelopes int64    `json:"data_envelopes"`
+	Timeline      Timeline `json:"timeline"`
 	// ItemsByType counts envelope items; RecordsByType counts what they hold
 	// (a log container's item_count, 1 for other items).
 	ItemsByType   map[string]int64            `json:"items_by_type"`
@@ -405,6 +413,8 @@ func (c *counters) snapshot(s *Server) Stats {
 		},
 		Envelopes:         c.envelopes.Load(),
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
+		DataEnvelopes:     c.dataEnvelopes.Load(),
+		Timeline:          c.arrivals.snapshot(),
 		ItemsByType:       map[string]int64{},
 		RecordsByType:     map[string]int64{},
 		Bytes:             map[string]EncodingBytes{},

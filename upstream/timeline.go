@@ -1,0 +1,75 @@
+package upstream
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// TimelineSeconds is how many one-second buckets a timeline holds: the
+// first hour after start or after the last reset. A load step is far
+// shorter; a longer run resets to start a new timeline (arrivals after the
+// last bucket are counted in Timeline.Later).
+const TimelineSeconds = 3600
+
+// timeline counts data envelopes by the second they arrived in, counted
+// from the generation's start. Relay accepts an envelope long before it
+// forwards it when it falls behind, so this arrival series (against what
+// the load generator had accepted by then) is what tells a backlog from a
+// Relay that keeps pace.
+type timeline struct {
+	start   time.Time
+	seconds [TimelineSeconds]atomic.Int64
+	later   atomic.Int64
+	last    atomic.Int64 // highest second index with an arrival, +1
+}
+
+func (t *timeline) add(now time.Time) {
+	sec := int64(now.Sub(t.start) / time.Second)
+	if sec < 0 {
+		sec = 0 // a clock step back: count it in the first second
+	}
+	if sec >= TimelineSeconds {
+		t.later.Add(1)
+		return
+	}
+	t.seconds[sec].Add(1)
+	for {
+		l := t.last.Load()
+		if l > sec || t.last.CompareAndSwap(l, sec+1) {
+			return
+		}
+	}
+}
+
+// Timeline is the data envelopes received per second since the counters
+// started (the server's start or the last reset). Data envelopes carry at
+// least one item that is neither metrics nor a client report: what Relay
+// forwards of the SDKs' traffic, as opposed to its own metric and outcome
+// flushes.
+type Timeline struct {
+	// Start is when second 0 began.
+	Start time.Time `json:"start"`
+	// Envelopes[i] arrived in [Start+i s, Start+i+1 s); the slice ends
+	// with the last second that had an arrival.
+	Envelopes []int64 `json:"envelopes_per_second"`
+	// Later counts arrivals after the last of TimelineSeconds buckets.
+	Later int64 `json:"later,omitempty"`
+}
+
+func (t *timeline) snapshot() Timeline {
+	n := t.last.Load()
+	out := Timeline{Start: t.start, Envelopes: make([]int64, n), Later: t.later.Load()}
+	for i := range out.Envelopes {
+		out.Envelopes[i] = t.seconds[i].Load()
+	}
+	return out
+}
+
+// Total is the sum of every bucket and Later.
+func (t Timeline) Total() int64 {
+	n := t.Later
+	for _, v := range t.Envelopes {
+		n += v
+	}
+	return n
+}
