@@ -39,7 +39,7 @@ func TestTimeline(t *testing.T) {
 	if want := []int64{3, 2, 0, 1}; !slices.Equal(st.Timeline.Envelopes, want) {
 		t.Errorf("timeline %v, want %v", st.Timeline.Envelopes, want)
 	}
-	if st.DataEnvelopes != 6 || st.Envelopes != 15 || st.Timeline.Total() != 6 {
+	if st.DataEnvelopes != 6 || st.Envelopes != 15 || st.Timeline.Total() != 6 || f.srv.DataEnvelopes() != 6 {
 		t.Errorf("data %d envelopes %d timeline total %d, want 6 15 6", st.DataEnvelopes, st.Envelopes, st.Timeline.Total())
 	}
 
