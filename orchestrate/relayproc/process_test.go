@@ -198,10 +198,14 @@ func TestPinnedAndSampled(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	s.Run(ctx, 100*time.Millisecond)
+	seen := 0
+	s.Run(ctx, 100*time.Millisecond, func(Sample) { seen++ })
 	smp, err := s.Samples()
 	if err != nil || len(smp) < 8 {
 		t.Fatalf("%d samples, err %v", len(smp), err)
+	}
+	if seen != len(smp) {
+		t.Errorf("each saw %d of %d samples", seen, len(smp))
 	}
 	// One busy goroutine pinned to one core: busy, but never above one
 	// core (other load on a shared machine may take part of that core).

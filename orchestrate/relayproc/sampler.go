@@ -46,6 +46,9 @@ func NewSampler(pid int) (*Sampler, error) {
 	return &Sampler{proc: p, pageSize: uint64(os.Getpagesize()), start: time.Now()}, nil
 }
 
+// PID is the sampled process.
+func (s *Sampler) PID() int { return s.proc.PID }
+
 // Start is when the sampler was made; Sample.At counts from it.
 func (s *Sampler) Start() time.Time { return s.start }
 
@@ -75,8 +78,9 @@ func (s *Sampler) ResetPeakRSS() error {
 }
 
 // Run samples every interval until ctx ends or the process disappears,
-// appending to the series returned by Samples.
-func (s *Sampler) Run(ctx context.Context, interval time.Duration) {
+// appending to the series returned by Samples. each, if not nil, sees
+// every sample as it is taken (on Run's goroutine).
+func (s *Sampler) Run(ctx context.Context, interval time.Duration, each func(Sample)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -89,6 +93,9 @@ func (s *Sampler) Run(ctx context.Context, interval time.Duration) {
 		}
 		s.samples = append(s.samples, smp)
 		s.mu.Unlock()
+		if each != nil {
+			each(smp)
+		}
 		select {
 		case <-ctx.Done():
 			return
