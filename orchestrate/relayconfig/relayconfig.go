@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -35,11 +36,18 @@ type Options struct {
 // Config is a Relay config.yml as nested maps.
 type Config = map[string]any
 
-// Default returns the config for o: managed mode, outcomes on as metric
-// buckets, 1 s aggregator buckets so outcomes flush quickly after a step,
-// 100 ms project-config batching, Relay's own error reporting off, and the
-// health status refreshed every 500 ms (default 3 s) so readiness is seen
-// promptly.
+// DefaultShutdownTimeout is the limits.shutdown_timeout Default sets, in
+// seconds. On SIGTERM Relay waits this long before it exits, whatever is
+// left to do (relay-system's Controller; Relay's default is 10 s), so it
+// is what a step's shutdown costs.
+const DefaultShutdownTimeout = 2
+
+// Default returns the config for o: managed mode; outcomes on, aggregated
+// and flushed every second (Relay's defaults are 60 s buckets flushed every
+// 120 s, so a step would end before any outcome arrived); 1 s metric
+// buckets; 100 ms project-config batching; Relay's own error reporting
+// off; the health status refreshed every 500 ms (default 3 s) so readiness
+// is seen promptly; and a shutdown timeout of DefaultShutdownTimeout.
 func Default(o Options) Config {
 	logLevel := o.LogLevel
 	if logLevel == "" {
@@ -63,7 +71,11 @@ func Default(o Options) Config {
 			"encoding":       "zstd",
 			"global_metrics": false,
 		},
-		"outcomes": map[string]any{"emit_outcomes": true, "source": "relayload"},
+		"outcomes": map[string]any{
+			"emit_outcomes": true,
+			"source":        "relayload",
+			"aggregator":    map[string]any{"bucket_interval": 1, "flush_interval": 1},
+		},
 		"aggregator": map[string]any{
 			"bucket_interval": 1,
 			"initial_delay":   0,
@@ -75,7 +87,7 @@ func Default(o Options) Config {
 			"global_config_fetch_interval": 10,
 		},
 		"health": map[string]any{"refresh_interval_ms": 500},
-		"limits": map[string]any{"max_concurrent_requests": 100},
+		"limits": map[string]any{"max_concurrent_requests": 100, "shutdown_timeout": DefaultShutdownTimeout},
 	}
 	if o.Threads > 0 {
 		c["limits"].(map[string]any)["max_thread_count"] = o.Threads
@@ -132,6 +144,17 @@ func Merge(base, over Config) Config {
 		}
 	}
 	return out
+}
+
+// ShutdownTimeout is c's limits.shutdown_timeout (Relay's default, 10 s,
+// when it is not set or not a whole number of seconds).
+func ShutdownTimeout(c Config) time.Duration {
+	if v, ok := Lookup(c, "limits", "shutdown_timeout"); ok {
+		if n, ok := v.(int); ok && n >= 0 {
+			return time.Duration(n) * time.Second
+		}
+	}
+	return 10 * time.Second
 }
 
 // Lookup returns the value at a dotted path such as "relay.port".

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -97,5 +98,41 @@ func TestWrite(t *testing.T) {
 	got, err := relayauth.LoadCredentials(filepath.Join(dir, "credentials.json"))
 	if err != nil || got != creds {
 		t.Errorf("credentials round trip: %v %+v", err, got)
+	}
+}
+
+// TestDefaultsForMeasuring checks the settings a measurement depends on:
+// outcomes flushed every second (Relay's defaults, 60 s buckets flushed
+// every 120 s, deliver nothing within a step: seen with Relay 26.4.0 and a
+// transaction:0 quota), and a short shutdown timeout (Relay waits all of
+// limits.shutdown_timeout after SIGTERM; its default is 10 s).
+func TestDefaultsForMeasuring(t *testing.T) {
+	c := Default(Options{Upstream: "http://127.0.0.1:9/", Port: 3000})
+	for _, tc := range []struct {
+		path []string
+		want any
+	}{
+		{[]string{"outcomes", "emit_outcomes"}, true},
+		{[]string{"outcomes", "aggregator", "bucket_interval"}, 1},
+		{[]string{"outcomes", "aggregator", "flush_interval"}, 1},
+		{[]string{"aggregator", "bucket_interval"}, 1},
+		{[]string{"limits", "shutdown_timeout"}, DefaultShutdownTimeout},
+	} {
+		if got, ok := Lookup(c, tc.path...); !ok || got != tc.want {
+			t.Errorf("%v = %v (%v), want %v", tc.path, got, ok, tc.want)
+		}
+	}
+	if got := ShutdownTimeout(c); got != DefaultShutdownTimeout*time.Second {
+		t.Errorf("ShutdownTimeout %v", got)
+	}
+	over, err := ParseOverrides([]byte("limits:\n  shutdown_timeout: 7\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ShutdownTimeout(Merge(c, over)); got != 7*time.Second {
+		t.Errorf("overridden ShutdownTimeout %v", got)
+	}
+	if got := ShutdownTimeout(Merge(c, Config{"limits": map[string]any{"shutdown_timeout": nil}})); got != 10*time.Second {
+		t.Errorf("Relay's default when removed: %v", got)
 	}
 }
