@@ -11,11 +11,13 @@
 package orchestrate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/relayload/relayload/compression"
@@ -38,12 +40,24 @@ const (
 	DefaultMaxP99          = time.Second
 	DefaultFindMaxProbes   = 7
 	DefaultSampleInterval  = 100 * time.Millisecond
+	// DefaultMaxCatchUp bounds the time from blast's end until the last
+	// envelope is forwarded for a step that kept up.
+	DefaultMaxCatchUp = 3 * time.Second
+	// DefaultConcurrency is the closed-loop senders of a RateMax step.
+	DefaultConcurrency = 64
+	// DefaultMaxRelayRSS stops blast when Relay's RSS passes it, so that a
+	// Relay that buffers everything cannot take the machine down.
+	DefaultMaxRelayRSS = 4 << 30
 	// ReadyPoll is how often readiness is polled.
 	ReadyPoll = 50 * time.Millisecond
 )
 
 // ErrConfig wraps every error caused by a bad Config.
 var ErrConfig = errors.New("bad config")
+
+// RateMax in Config.Rates is a closed-loop step: Concurrency senders
+// sending back to back, as fast as Relay answers.
+const RateMax = 0
 
 // Build is one Relay binary under test. An empty Bin means no Relay: blast
 // sends straight to the fake upstream (the harness measuring itself).
@@ -60,9 +74,15 @@ type Config struct {
 	// Builds are the Relays to measure; the first is the baseline the others
 	// are compared with. One build with an empty Bin measures the harness.
 	Builds []Build
-	// Rates are the target envelopes per second. With FindMax, the lowest
-	// and highest are the bounds of the search.
+	// Rates are the target envelopes per second (RateMax: as fast as
+	// possible). With FindMax, the lowest and highest are the bounds of the
+	// search.
 	Rates []float64
+	// Concurrency is the closed-loop senders of a RateMax step (default 64).
+	Concurrency int
+	// MaxRelayRSS stops blast early when Relay's RSS passes it (default
+	// 4 GiB); the step says so.
+	MaxRelayRSS uint64
 	// Rounds repeats the whole sweep, interleaved: every rate (and build)
 	// once, then again (default 1).
 	Rounds int
@@ -76,6 +96,9 @@ type Config struct {
 	WarmupTimeout, DrainTimeout   time.Duration
 	SampleInterval                time.Duration
 	MaxP99                        time.Duration // verdict: latency p99 above it = fell behind
+	// MaxCatchUp is the verdict's bound on forwarding after blast ended
+	// (default 3 s).
+	MaxCatchUp time.Duration
 
 	// Traffic.
 	Seed             uint64
@@ -114,6 +137,11 @@ type Config struct {
 
 	// Fault is injected into the fake upstream during the measured window.
 	Fault *Fault
+	// Quotas are added to every project config of the step's fake upstream
+	// (upstream.ParseQuota's JSON); InboundFilters turns its inbound
+	// filters on.
+	Quotas         []json.RawMessage
+	InboundFilters bool
 
 	// Keep leaves the work directory (configs, logs) in place.
 	Keep bool
@@ -167,9 +195,15 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("no rates")
 	}
 	for _, r := range c.Rates {
-		if !(r > 0) || r > 1e7 {
-			return bad("rate %v: want a number above 0", r)
+		if r == RateMax {
+			continue
 		}
+		if !(r > 0) || r > 1e7 {
+			return bad("rate %v: want a number above 0 or max", r)
+		}
+	}
+	if c.FindMax && slices.Contains(c.Rates, RateMax) {
+		return bad("--find-max bisects between two rates; max is not one")
 	}
 	if c.FindMax && len(c.Rates) != 2 {
 		return bad("--find-max wants two rates, the bounds (e.g. 100,5000)")
@@ -207,6 +241,7 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.DrainTimeout, DefaultDrainTimeout, "drain timeout"},
 		{&c.SampleInterval, DefaultSampleInterval, "sample interval"},
 		{&c.MaxP99, DefaultMaxP99, "max p99"},
+		{&c.MaxCatchUp, DefaultMaxCatchUp, "max catch-up"},
 	} {
 		if err := def(x.d, x.v, x.name); err != nil {
 			return c, err
@@ -214,6 +249,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Warmup < 0 || c.Idle < 0 {
 		return bad("negative warmup or idle")
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Concurrency < 1 || c.Concurrency > 10000 {
+		return bad("concurrency %d: want 1..10000", c.Concurrency)
+	}
+	if c.MaxRelayRSS == 0 {
+		c.MaxRelayRSS = DefaultMaxRelayRSS
 	}
 	if c.Projects == 0 {
 		c.Projects = DefaultProjects

@@ -1,6 +1,7 @@
 package orchestrate
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -72,7 +73,9 @@ func TestConfigValidation(t *testing.T) {
 		want string
 	}{
 		{"no rates", func(c *Config) { c.Rates = nil }, "no rates"},
-		{"zero rate", func(c *Config) { c.Rates = []float64{0} }, "rate 0"},
+		{"negative rate", func(c *Config) { c.Rates = []float64{-5} }, "rate -5"},
+		{"find-max with max", func(c *Config) { c.FindMax, c.Rates = true, []float64{100, RateMax} }, "max is not one"},
+		{"bad concurrency", func(c *Config) { c.Concurrency = -1 }, "concurrency -1"},
 		{"find-max one bound", func(c *Config) { c.FindMax = true }, "two rates"},
 		{"dup build", func(c *Config) { c.Builds = []Build{{Name: "a", Bin: "/x"}, {Name: "a", Bin: "/y"}} }, "used twice"},
 		{"bad build name", func(c *Config) { c.Builds = []Build{{Name: "a b", Bin: "/x"}} }, "build name"},
@@ -97,8 +100,12 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 	c, err := ok.withDefaults()
-	if err != nil || !c.Harness() || c.Duration != DefaultDuration || c.Rounds != 1 || c.Builds[0].Name != "harness" {
+	if err != nil || !c.Harness() || c.Duration != DefaultDuration || c.Rounds != 1 || c.Builds[0].Name != "harness" ||
+		c.Concurrency != DefaultConcurrency || c.MaxRelayRSS != DefaultMaxRelayRSS || c.MaxCatchUp != DefaultMaxCatchUp {
 		t.Errorf("defaults: %+v %v", c, err)
+	}
+	if _, err := (Config{Rates: []float64{RateMax, 200}}).withDefaults(); err != nil {
+		t.Errorf("max among the rates: %v", err)
 	}
 }
 
@@ -116,10 +123,16 @@ func TestCountCPUs(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	cfg := Config{MaxP99: time.Second}
+	cfg := Config{MaxP99: time.Second, MaxCatchUp: 3 * time.Second}
 	base := func() *Step {
 		return &Step{Rate: 1000, Sent: 30000, OK: 30000, AchievedRate: 1000, AcceptedRate: 1000,
-			Latency: Quantiles{P99: 20}, LagP99: 1, Drain: Drain{Settled: true}, Upstream: UpstreamSeen{Envelopes: 30000}}
+			Latency: Quantiles{P99: 20}, LagP99: 1, Drain: Drain{Settled: true}, Upstream: UpstreamSeen{Envelopes: 30000, Forwarded: 30000},
+			Steady: Steady{ForwardedRate: 1000, AcceptedRate: 1000, Allowance: 1000, GrowthSpan: 14, Seconds: 30, CatchUp: 200 * time.Millisecond}}
+	}
+	behind := func(s *Step) {
+		s.Steady = Steady{ForwardedRate: 770, AcceptedRate: 1400, BacklogEnd: 18900, BacklogGrowth: 630, GrowthSpan: 14, Allowance: 1400,
+			RSSSlope: 24, Seconds: 30, CatchUp: 16 * time.Second}
+		s.Drain.LastForward = 16 * time.Second
 	}
 	tests := []struct {
 		name    string
@@ -128,6 +141,14 @@ func TestJudge(t *testing.T) {
 		verdict string
 		reason  string
 	}{
+		{"backlog grows", behind, false, VerdictFellBehind,
+			"forwarded 770/s of 1,400/s accepted; backlog +630/s over the second half of the window, 18,900 at its end (allowed: 1,400, one batching interval); RSS +24.0 MiB/s; drained 16.0 s after blast (more than 3s)"},
+		{"slow catch-up", func(s *Step) { s.Steady.CatchUp = 5 * time.Second }, false, VerdictFellBehind, "forwarded 1,000/s of 1,000/s accepted; drained 5.0 s after blast (more than 3s)"},
+		{"backlog within one interval", func(s *Step) { s.Steady.BacklogGrowth = 70 }, false, VerdictKeptUp, ""},
+		{"unsettled with a backlog", func(s *Step) { behind(s); s.Drain = Drain{Took: 20 * time.Second}; s.Upstream.Gap = 12000 },
+			false, VerdictFellBehind, "still forwarding 20s after blast ended, 12,000 accepted envelopes not forwarded yet"},
+		{"stopped early", func(s *Step) { s.StoppedEarly = "Relay's RSS passed 4.0 GiB" }, false, VerdictFellBehind, "RSS passed 4.0 GiB"},
+		{"drops: in-flight cap", func(s *Step) { s.Dropped = 500 }, false, VerdictFellBehind, "500 of 30500 requests could not start: blast's cap on requests in flight was reached, waiting for Relay"},
 		{"clean", func(*Step) {}, false, VerdictKeptUp, ""},
 		{"503s", func(s *Step) { s.OK, s.Failures, s.ByStatus = 29000, 1000, map[string]int64{"200": 29000, "503": 1000} }, false, VerdictFellBehind, "503×1000"},
 		{"drops", func(s *Step) { s.Dropped = 500 }, false, VerdictFellBehind, "could not start"},
@@ -150,6 +171,24 @@ func TestJudge(t *testing.T) {
 		if st.Verdict != tc.verdict || tc.reason != "" && !strings.Contains(strings.Join(st.Reasons, "|"), tc.reason) {
 			t.Errorf("%s: %s %v, want %s %q", tc.name, st.Verdict, st.Reasons, tc.verdict, tc.reason)
 		}
+	}
+}
+
+// TestJudgeQuota429 checks that 429s the configured quotas ask for are not
+// counted against Relay (seen with Relay 26.4.0 and --quota transaction:0:
+// every transaction envelope answered 429, rate_limited outcomes sent).
+func TestJudgeQuota429(t *testing.T) {
+	st := &Step{Rate: 200, Sent: 1600, OK: 1271, Failures: 329, AchievedRate: 200, ByStatus: map[string]int64{"200": 1271, "429": 329},
+		Drain: Drain{Settled: true}, Steady: Steady{Seconds: 8, Allowance: 159}}
+	quota := Config{MaxP99: time.Second, MaxCatchUp: 3 * time.Second, Quotas: []json.RawMessage{[]byte(`{}`)}}
+	judge(st, quota, false)
+	if st.Verdict != VerdictKeptUp || !strings.Contains(strings.Join(st.Notes, "|"), "329 of 1600 requests answered 429: rate limited by the configured quotas") {
+		t.Errorf("with quotas: %s %v %v", st.Verdict, st.Reasons, st.Notes)
+	}
+	st.Notes = nil
+	judge(st, Config{MaxP99: time.Second, MaxCatchUp: 3 * time.Second}, false)
+	if st.Verdict != VerdictFellBehind || !strings.Contains(strings.Join(st.Reasons, "|"), "329 of 1600 requests not accepted (429×329)") {
+		t.Errorf("without quotas: %s %v", st.Verdict, st.Reasons)
 	}
 }
 

@@ -63,14 +63,17 @@ type Setup struct {
 
 // Step is one fresh Relay (or harness) measured at one rate.
 type Step struct {
-	Index  int     `json:"index"`
-	Build  string  `json:"build"`
-	Round  int     `json:"round"`
-	Rate   float64 `json:"target_rate"`
-	Probe  bool    `json:"find_max_probe,omitempty"`
-	Dir    string  `json:"dir,omitempty"`
-	Failed bool    `json:"failed,omitempty"`
-	Error  string  `json:"error,omitempty"`
+	Index int    `json:"index"`
+	Build string `json:"build"`
+	Round int    `json:"round"`
+	// Rate is the target envelopes per second; RateMax (0) is a closed-loop
+	// step: Concurrency senders back to back, as fast as Relay answers.
+	Rate        float64 `json:"target_rate"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	Probe       bool    `json:"find_max_probe,omitempty"`
+	Dir         string  `json:"dir,omitempty"`
+	Failed      bool    `json:"failed,omitempty"`
+	Error       string  `json:"error,omitempty"`
 	// LogTail is the end of Relay's log when the step failed.
 	LogTail string `json:"log_tail,omitempty"`
 
@@ -94,16 +97,22 @@ type Step struct {
 	LagP99       float64          `json:"schedule_lag_p99_ms"`
 	BlastInvalid []string         `json:"blast_invalid,omitempty"`
 
+	// StoppedEarly says why blast was stopped before the end of the window
+	// (Relay's RSS passed Config.MaxRelayRSS).
+	StoppedEarly string `json:"stopped_early,omitempty"`
+
 	// Stall is the longest gap between two 10 Hz samples: orchestrate
 	// itself got no CPU for that long (machine overloaded or paused).
 	Stall time.Duration `json:"stall_ns,omitempty"`
 
 	Upstream UpstreamSeen `json:"upstream"`
-	CPU      CPU          `json:"cpu"`
-	Memory   Memory       `json:"memory"`
-	Drain    Drain        `json:"drain"`
-	Shutdown Shutdown     `json:"shutdown"`
-	LoadAvg  [2]float64   `json:"loadavg_1m_before_after"`
+	// Steady is whether forwarding kept pace with accepting.
+	Steady   Steady     `json:"steady"`
+	CPU      CPU        `json:"cpu"`
+	Memory   Memory     `json:"memory"`
+	Drain    Drain      `json:"drain"`
+	Shutdown Shutdown   `json:"shutdown"`
+	LoadAvg  [2]float64 `json:"loadavg_1m_before_after"`
 
 	// StatsD holds the --statsd-metric timers (ms) and StatsDCounters the
 	// counters among them, from the built-in receiver over the measured window
@@ -121,6 +130,10 @@ type Step struct {
 	// Series for charts: Relay's RSS and CPU over the step, from the
 	// 10 Hz sampler (seconds since blast started; negative during idle).
 	Series []SeriesPoint `json:"series,omitempty"`
+	// Seconds is the step second by second from blast's start to the end
+	// of the drain: what blast sent and had accepted, what reached the
+	// upstream, the backlog, Relay's RSS and CPU.
+	Seconds []SecondPoint `json:"seconds,omitempty"`
 
 	warmOK int64 // blast's 2xx during its warm-up
 }
@@ -156,10 +169,14 @@ type WarmUp struct {
 // UpstreamSeen is what reached the fake upstream from the start of blast
 // (warm-up included) until the drain ended.
 type UpstreamSeen struct {
+	// Envelopes counts every envelope; Forwarded those with data (an item
+	// that is neither metrics nor a client report): the SDK traffic Relay
+	// passed on, as opposed to its own metric and outcome flushes.
 	Envelopes   int64            `json:"envelopes"`
+	Forwarded   int64            `json:"forwarded"`
 	ItemsByType map[string]int64 `json:"items_by_type"`
 	// Gap is envelopes accepted by Relay (2xx to blast, warm-up included)
-	// minus envelopes forwarded.
+	// minus data envelopes forwarded.
 	Gap      int64                       `json:"gap"`
 	Outcomes []upstream.OutcomeRow       `json:"outcomes,omitempty"`
 	Requests map[string]map[string]int64 `json:"requests,omitempty"`
@@ -170,13 +187,21 @@ type UpstreamSeen struct {
 // CPU is the measured process's CPU use. In harness mode it is
 // orchestrate's own process (blast, fake upstream, sampler).
 type CPU struct {
-	IdleCores  float64 `json:"idle_cores"`
-	LoadCores  float64 `json:"load_cores"` // measured window, gross
-	NetCores   float64 `json:"net_cores"`  // LoadCores − IdleCores
-	MsPerEnv   float64 `json:"ms_per_envelope"`
-	PeakCores  float64 `json:"peak_cores_1s"`
-	UserSecs   float64 `json:"total_user_s,omitempty"`
-	SystemSecs float64 `json:"total_system_s,omitempty"`
+	IdleCores float64 `json:"idle_cores"`
+	LoadCores float64 `json:"load_cores"` // measured window, gross
+	NetCores  float64 `json:"net_cores"`  // LoadCores − IdleCores
+	// MsPerEnv is the true cost of an envelope: CPU-seconds (idle
+	// subtracted) from blast's start until forwarding settled, divided by
+	// the envelopes forwarded in that span (CostSpan, CostCPUSecs,
+	// CostEnvelopes). Dividing by accepted envelopes instead would dilute
+	// it above capacity, where Relay accepts more than it processes.
+	MsPerEnv      float64       `json:"ms_per_envelope"`
+	CostSpan      time.Duration `json:"cost_span_ns"`
+	CostCPUSecs   float64       `json:"cost_cpu_s"`
+	CostEnvelopes int64         `json:"cost_envelopes"`
+	PeakCores     float64       `json:"peak_cores_1s"`
+	UserSecs      float64       `json:"total_user_s,omitempty"`
+	SystemSecs    float64       `json:"total_system_s,omitempty"`
 }
 
 // Memory is the measured process's memory.
@@ -190,6 +215,41 @@ type Memory struct {
 type Drain struct {
 	Took    time.Duration `json:"took_ns"`
 	Settled bool          `json:"settled"`
+	// LastForward is when the last data envelope arrived, from blast's end
+	// (0 when none arrived after it).
+	LastForward time.Duration `json:"last_forward_ns"`
+}
+
+// Steady is whether Relay's forwarding kept pace with what it accepted,
+// from the per-second series.
+type Steady struct {
+	// ForwardedRate is data envelopes forwarded per second inside the
+	// measured window: with a growing backlog, Relay's throughput ceiling.
+	ForwardedRate float64 `json:"forwarded_rate"`
+	// AcceptedRate is blast's 2xx per second over the same seconds.
+	AcceptedRate float64 `json:"accepted_rate"`
+	// BacklogEnd is accepted − forwarded at the end of the window.
+	BacklogEnd int64 `json:"backlog_at_window_end"`
+	// BacklogGrowth is the backlog's slope over the second half of the
+	// window (envelopes per second, least squares), after taking out the
+	// share of accepted envelopes that Relay never forwarded (Loss).
+	BacklogGrowth float64 `json:"backlog_growth_per_s"`
+	// GrowthSpan is the seconds between the first and last point of that
+	// fit; BacklogGrowth × GrowthSpan is how much the backlog grew.
+	GrowthSpan float64 `json:"growth_span_s"`
+	// Allowance is how much the backlog may grow over the second half:
+	// one batching interval's worth of accepted envelopes.
+	Allowance float64 `json:"allowance"`
+	// Loss is the share of accepted envelopes never forwarded once the
+	// drain settled (rate-limited or filtered inside Relay, or lost).
+	Loss float64 `json:"loss"`
+	// CatchUp is from blast's end until the last data envelope arrived;
+	// −1 when forwarding had not settled when the drain gave up.
+	CatchUp time.Duration `json:"catch_up_ns"`
+	// RSSSlope is Relay's RSS growth over the window, MiB per second.
+	RSSSlope float64 `json:"rss_slope_mib_per_s"`
+	// Seconds is how many whole seconds of the window the figures cover.
+	Seconds int `json:"seconds"`
 }
 
 // Shutdown is how Relay ended.
@@ -197,6 +257,19 @@ type Shutdown struct {
 	Took   time.Duration `json:"took_ns"`
 	Killed bool          `json:"killed,omitempty"`
 	Exit   string        `json:"exit,omitempty"`
+}
+
+// SecondPoint is one second of a step, counted from blast's start.
+type SecondPoint struct {
+	T         int   `json:"t"`
+	Sent      int64 `json:"sent"`
+	Accepted  int64 `json:"accepted"`
+	Forwarded int64 `json:"forwarded"`
+	// Backlog is accepted − forwarded, summed from blast's start to the
+	// end of this second.
+	Backlog int64   `json:"backlog"`
+	RSSMiB  float64 `json:"rss_mib"`
+	Cores   float64 `json:"cores"`
 }
 
 // SeriesPoint is one sample.
@@ -236,19 +309,25 @@ type PerfRecord struct {
 // Point summarises one build at one rate over the rounds: medians, and
 // the spread (max−min)/median in percent.
 type Point struct {
-	Build        string    `json:"build"`
-	Rate         float64   `json:"target_rate"`
-	Runs         int       `json:"runs"`
-	Failed       int       `json:"failed"`
-	AchievedRate float64   `json:"achieved_rate"`
-	AcceptedRate float64   `json:"accepted_rate"`
-	Latency      Quantiles `json:"latency_ms"`
-	NetCores     float64   `json:"net_cores"`
-	IdleCores    float64   `json:"idle_cores"`
-	MsPerEnv     float64   `json:"ms_per_envelope"`
-	PeakRSS      float64   `json:"peak_rss_bytes"`
-	Shutdown     float64   `json:"shutdown_s"`
-	Gap          float64   `json:"gap"`
+	Build        string  `json:"build"`
+	Rate         float64 `json:"target_rate"`
+	Runs         int     `json:"runs"`
+	Failed       int     `json:"failed"`
+	AchievedRate float64 `json:"achieved_rate"`
+	AcceptedRate float64 `json:"accepted_rate"`
+	// ForwardedRate, BacklogEnd, CatchUp and RSSSlope are medians of the
+	// steps' Steady figures.
+	ForwardedRate float64       `json:"forwarded_rate"`
+	BacklogEnd    float64       `json:"backlog_at_window_end"`
+	CatchUp       time.Duration `json:"catch_up_ns"`
+	RSSSlope      float64       `json:"rss_slope_mib_per_s"`
+	Latency       Quantiles     `json:"latency_ms"`
+	NetCores      float64       `json:"net_cores"`
+	IdleCores     float64       `json:"idle_cores"`
+	MsPerEnv      float64       `json:"ms_per_envelope"`
+	PeakRSS       float64       `json:"peak_rss_bytes"`
+	Shutdown      float64       `json:"shutdown_s"`
+	Gap           float64       `json:"gap"`
 	// Spread of NetCores and MsPerEnv across rounds, in percent of the median.
 	CoresSpread    float64 `json:"cores_spread_pct"`
 	MsPerEnvSpread float64 `json:"ms_per_envelope_spread_pct"`

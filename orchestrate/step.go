@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,13 +32,62 @@ const blastGrace = 300 * time.Millisecond
 // logTailLines is how much of Relay's log a failed step shows.
 const logTailLines = 20
 
+// shutdownMargin is how much longer than Relay's own limits.shutdown_timeout
+// orchestrate waits after SIGTERM before it sends SIGKILL: Relay waits that
+// whole timeout before it exits (relay-system's Controller), so a grace no
+// longer than it never measures a shutdown.
+const shutdownMargin = 5 * time.Second
+
 // errRelayExited cancels a step's context when Relay dies under it.
 var errRelayExited = errors.New("relay exited")
 
-// upPoint is the fake upstream's forwarded count at one moment.
+// upPoint is the fake upstream's forwarded (data) envelopes at one moment.
 type upPoint struct {
 	at        time.Time
 	envelopes int64
+}
+
+// step is one build measured at one rate. runStep runs its phases in
+// order; each fills its part of the Step and returns an error that ends
+// the step. close undoes whatever was started, whichever phase ended it.
+type step struct {
+	r       *runner
+	cfg     *Config
+	st      *Step
+	build   Build
+	harness bool
+	dir     string
+
+	parent context.Context // the run's: its end is an interrupt
+	ctx    context.Context // also ends when Relay exits under the step
+	cancel context.CancelCauseFunc
+
+	up     *upstream.Server
+	srv    *http.Server
+	origin string // the fake upstream
+	target string // where blast sends: Relay, or the fake upstream
+
+	proc     *relayproc.Process
+	stopping atomic.Bool
+	stopped  bool
+	grace    time.Duration // SIGTERM → SIGKILL
+	selfRSS  uint64        // orchestrate's RSS when Relay was started
+	sampler  *relayproc.Sampler
+
+	// The measured window and the drain.
+	watch      watch
+	blastStart time.Time
+	atBlast    relayproc.Sample // sampler reading at blast's start
+	res        *blast.Result
+	blastEnd   time.Time
+	atDrainEnd relayproc.Sample
+	faults     faultWatch
+}
+
+func newStep(ctx context.Context, r *runner, st *Step, b Build) *step {
+	s := &step{r: r, cfg: &r.cfg, st: st, build: b, harness: b.Bin == "", parent: ctx, grace: r.cfg.ShutdownTimeout}
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	return s
 }
 
 // runStep measures build b at st.Rate. It never panics on a Relay failure:
@@ -48,167 +95,205 @@ type upPoint struct {
 func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	st.Started = time.Now()
 	st.LoadAvg[0] = relayproc.LoadAvg1()
+	s := newStep(ctx, r, st, b)
 	defer func() {
+		s.close()
 		st.Took = time.Since(st.Started)
 		st.LoadAvg[1] = relayproc.LoadAvg1()
 		if ctx.Err() != nil && !st.Failed {
 			st.Verdict, st.Reasons = VerdictInterrupted, []string{"interrupted"}
 		}
 	}()
-	fail := func(format string, a ...any) {
-		st.Failed = true
-		st.Verdict = VerdictFailed
-		st.Error = fmt.Sprintf(format, a...)
+	for _, ph := range s.phases() {
+		if err := ph.run(); err != nil {
+			s.fail(ph.name, err)
+			return
+		}
 	}
-	harness := b.Bin == ""
+	s.collect()
+	judge(st, r.cfg, s.harness)
+}
 
-	dir := filepath.Join(r.root, fmt.Sprintf("%03d-%s-r%d-%s", st.Index, b.Name, st.Round, strconv.FormatFloat(st.Rate, 'f', -1, 64)))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fail("step dir: %v", err)
+type phase struct {
+	name string
+	run  func() error
+}
+
+// phases are a step's phases, in order.
+func (s *step) phases() []phase {
+	return []phase{
+		{"work dir", s.makeDir},
+		{"fake upstream", s.startUpstream},
+		{"relay start", s.startRelay},
+		{"sampler", s.startSampler},
+		{"warm-up", s.warmUp},
+		{"idle", s.measureIdle},
+		{"measured window", s.measure},
+		{"drain", s.drain},
+		{"shutdown", s.stop},
+	}
+}
+
+// fail ends the step after phase name returned err: failed, unless the run
+// was interrupted (the deferred verdict says so then).
+func (s *step) fail(name string, err error) {
+	if s.parent.Err() != nil {
 		return
 	}
-	if r.cfg.Keep {
-		st.Dir = dir
+	s.st.Failed, s.st.Verdict = true, VerdictFailed
+	if errors.Is(err, errRelayExited) {
+		s.st.Error = fmt.Sprintf("%v during the %s", err, name)
+	} else {
+		s.st.Error = err.Error()
 	}
+	if s.proc != nil {
+		s.st.LogTail = s.proc.LogTail(logTailLines)
+	}
+}
 
-	// 1. A fresh fake upstream on a free loopback port.
-	up, err := upstream.New(upstream.Config{Projects: r.projects, VerifySignatures: !harness, AllowList: !harness, Seed: r.cfg.Seed})
+// check is the step context's error: the run's interrupt, or Relay's exit.
+func (s *step) check() error { return context.Cause(s.ctx) }
+
+// close stops whatever is still running: sampling, Relay (quickly when
+// interrupted), the fake upstream.
+func (s *step) close() {
+	s.watch.stop()
+	grace := s.grace
+	if s.parent.Err() != nil {
+		grace = interruptGrace
+	}
+	s.stopRelay(grace)
+	if s.srv != nil {
+		s.srv.Close()
+	}
+	s.cancel(nil)
+}
+
+func (s *step) makeDir() error {
+	st := s.st
+	s.dir = filepath.Join(s.r.root, fmt.Sprintf("%03d-%s-r%d-%s", st.Index, s.build.Name, st.Round, rateName(st.Rate)))
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("step dir: %w", err)
+	}
+	if s.cfg.Keep {
+		st.Dir = s.dir
+	}
+	return nil
+}
+
+// startUpstream starts a fresh fake upstream on a free loopback port.
+func (s *step) startUpstream() error {
+	up, err := upstream.New(upstream.Config{
+		Projects: s.r.projects, VerifySignatures: !s.harness, AllowList: !s.harness, Seed: s.cfg.Seed,
+		Quotas: s.cfg.Quotas, InboundFilters: s.cfg.InboundFilters,
+	})
 	if err != nil {
-		fail("fake upstream: %v", err)
-		return
+		return fmt.Errorf("fake upstream: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fail("fake upstream listen: %v", err)
-		return
+		return fmt.Errorf("fake upstream listen: %w", err)
 	}
-	srv := &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	origin := "http://" + ln.Addr().String()
-	target := origin
+	s.up = up
+	s.srv = &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	s.origin = "http://" + ln.Addr().String()
+	s.target = s.origin
+	return nil
+}
 
-	stepCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-
-	// 2.–3. Relay: config dir, process, readiness.
-	var (
-		proc     *relayproc.Process
-		stopping atomic.Bool
-		stopped  bool
-	)
-	stopRelay := func(grace time.Duration) {
-		if proc == nil || stopped {
-			return
-		}
-		stopping.Store(true)
-		res := proc.Stop(grace)
-		stopped = true
-		st.Shutdown = Shutdown{Took: res.Took, Killed: res.Killed, Exit: res.Exit}
-		st.Memory.RusageMaxRSS = res.MaxRSS
-		st.CPU.UserSecs, st.CPU.SystemSecs = res.UserTime.Seconds(), res.SystemTime.Seconds()
+// startRelay writes Relay's config dir (fresh credentials, registered with
+// the fake upstream), starts Relay and waits until it is ready. Without a
+// Relay (the harness) blast sends straight to the fake upstream.
+func (s *step) startRelay() error {
+	if s.harness {
+		return nil
 	}
-	defer func() {
-		grace := r.cfg.ShutdownTimeout
-		if ctx.Err() != nil {
-			grace = interruptGrace
-		}
-		stopRelay(grace)
-	}()
-	pid := os.Getpid()
-	var selfRSS uint64 // orchestrate's RSS when Relay was started
-	alive := func() error { return nil }
-	if !harness {
-		creds, err := relayauth.GenerateCredentials(nil)
-		if err != nil {
-			fail("credentials: %v", err)
-			return
-		}
-		_, pub, err := creds.Keys()
-		if err != nil {
-			fail("credentials: %v", err)
-			return
-		}
-		up.RegisterRelay(creds.ID, pub)
-		port, err := freePort()
-		if err != nil {
-			fail("relay port: %v", err)
-			return
-		}
-		statsdAddr := r.cfg.StatsD
-		if r.statsd != nil {
-			statsdAddr = r.statsd.Addr()
-		}
-		conf := relayconfig.Merge(relayconfig.Default(relayconfig.Options{
-			Upstream: origin + "/", Host: "127.0.0.1", Port: port, LogLevel: r.cfg.RelayLogLevel,
-			Threads: r.threads, StatsD: statsdAddr,
-		}), r.cfg.RelayConfig)
-		host, port := relayAddr(conf, port)
-		cfgDir := filepath.Join(dir, "config")
-		if err := os.MkdirAll(cfgDir, 0o755); err != nil {
-			fail("config dir: %v", err)
-			return
-		}
-		if err := relayconfig.Write(cfgDir, conf, creds); err != nil {
-			fail("%v", err)
-			return
-		}
-		if self, err := relayproc.NewSampler(os.Getpid()); err == nil {
-			if smp, err := self.Read(); err == nil {
-				selfRSS = smp.RSS
-			}
-		}
-		proc, err = relayproc.Start(relayproc.Spec{
-			Bin: b.Bin, Args: []string{"-c", cfgDir, "run"}, CPUs: r.cfg.RelayCPUs,
-			LogPath: filepath.Join(dir, "relay.log"),
-		})
-		if err != nil {
-			fail("%v", err)
-			return
-		}
-		pid = proc.PID()
-		target = "http://" + net.JoinHostPort(host, strconv.Itoa(port))
-		ready, err := proc.WaitReady(stepCtx, target+"/api/relay/healthcheck/ready/", ReadyPoll, r.cfg.ReadyTimeout)
-		if err != nil {
-			if ctx.Err() == nil {
-				fail("relay did not become ready: %v", err)
-				st.LogTail = proc.LogTail(logTailLines)
-			}
-			return
-		}
-		st.ReadyAfter = ready
-		go func() {
-			select {
-			case <-proc.Done():
-				if !stopping.Load() {
-					_, how := proc.Exited()
-					cancel(fmt.Errorf("%w: %s", errRelayExited, how))
-				}
-			case <-stepCtx.Done():
-			}
-		}()
-		alive = func() error {
-			if ok, how := proc.Exited(); ok && !stopping.Load() {
-				return fmt.Errorf("%w: %s", errRelayExited, how)
-			}
-			return nil
-		}
-	}
-	relayDied := func() bool {
-		if err := context.Cause(stepCtx); errors.Is(err, errRelayExited) {
-			fail("%v during the step", err)
-			st.LogTail = proc.LogTail(logTailLines)
-			return true
-		}
-		return false
-	}
-
-	sampler, err := relayproc.NewSampler(pid)
+	creds, err := relayauth.GenerateCredentials(nil)
 	if err != nil {
-		fail("%v", err)
-		return
+		return fmt.Errorf("credentials: %w", err)
 	}
-	if harness {
+	_, pub, err := creds.Keys()
+	if err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	s.up.RegisterRelay(creds.ID, pub)
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("relay port: %w", err)
+	}
+	statsdAddr := s.cfg.StatsD
+	if s.r.statsd != nil {
+		statsdAddr = s.r.statsd.Addr()
+	}
+	conf := relayconfig.Merge(relayconfig.Default(relayconfig.Options{
+		Upstream: s.origin + "/", Host: "127.0.0.1", Port: port, LogLevel: s.cfg.RelayLogLevel,
+		Threads: s.r.threads, StatsD: statsdAddr,
+	}), s.cfg.RelayConfig)
+	host, port := relayAddr(conf, port)
+	s.grace = max(s.cfg.ShutdownTimeout, relayconfig.ShutdownTimeout(conf)+shutdownMargin)
+	cfgDir := filepath.Join(s.dir, "config")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		return fmt.Errorf("config dir: %w", err)
+	}
+	if err := relayconfig.Write(cfgDir, conf, creds); err != nil {
+		return err
+	}
+	if self, err := relayproc.NewSampler(os.Getpid()); err == nil {
+		if smp, err := self.Read(); err == nil {
+			s.selfRSS = smp.RSS
+		}
+	}
+	s.proc, err = relayproc.Start(relayproc.Spec{
+		Bin: s.build.Bin, Args: []string{"-c", cfgDir, "run"}, CPUs: s.cfg.RelayCPUs,
+		LogPath: filepath.Join(s.dir, "relay.log"),
+	})
+	if err != nil {
+		return err
+	}
+	s.target = "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+	ready, err := s.proc.WaitReady(s.ctx, s.target+"/api/relay/healthcheck/ready/", ReadyPoll, s.cfg.ReadyTimeout)
+	if err != nil {
+		return fmt.Errorf("relay did not become ready: %w", err)
+	}
+	s.st.ReadyAfter = ready
+	proc := s.proc
+	go func() {
+		select {
+		case <-proc.Done():
+			if !s.stopping.Load() {
+				_, how := proc.Exited()
+				s.cancel(fmt.Errorf("%w: %s", errRelayExited, how))
+			}
+		case <-s.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// alive is nil while Relay runs (or there is none).
+func (s *step) alive() error {
+	if s.proc == nil {
+		return nil
+	}
+	if ok, how := s.proc.Exited(); ok && !s.stopping.Load() {
+		return fmt.Errorf("%w: %s", errRelayExited, how)
+	}
+	return nil
+}
+
+// startSampler prepares to sample Relay (or, for the harness, orchestrate
+// itself) from procfs.
+func (s *step) startSampler() error {
+	pid := os.Getpid()
+	if s.proc != nil {
+		pid = s.proc.PID()
+	}
+	var err error
+	if s.sampler, err = relayproc.NewSampler(pid); err != nil {
+		return err
+	}
+	if s.harness {
 		// orchestrate's own high-water mark covers earlier steps and the
 		// pool build; start afresh for this step. Collect first, and give
 		// the freed pages back: the heap is mostly the pool (long-lived),
@@ -221,104 +306,109 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 		// drops them and returns the pages.
 		runtime.GC()
 		debug.FreeOSMemory()
-		if err := sampler.ResetPeakRSS(); err != nil {
-			st.Notes = append(st.Notes, "peak RSS covers the whole run so far: "+err.Error())
+		if err := s.sampler.ResetPeakRSS(); err != nil {
+			s.st.Notes = append(s.st.Notes, "peak RSS covers the whole run so far: "+err.Error())
 		}
 	}
+	return nil
+}
 
-	// 4. Warm-up.
-	r.logf("  warm-up")
-	st.Warm = r.warmUp(stepCtx, up, target, harness, alive)
-	if relayDied() || ctx.Err() != nil {
-		return
+// warmUp sends one envelope per project and waits (bounded) until every
+// config was served and data forwarded.
+func (s *step) warmUp() error {
+	s.r.logf("  warm-up")
+	s.st.Warm = s.r.warmUp(s.ctx, s.up, s.target, s.harness, s.alive)
+	if err := s.check(); err != nil {
+		return err
 	}
-	if !st.Warm.Complete {
-		r.note(fmt.Sprintf("step %d (%s at %g/s): %s", st.Index, b.Name, st.Rate, st.Warm.Note))
+	if err := s.alive(); err != nil {
+		return err
 	}
-	up.ResetStats()
+	if !s.st.Warm.Complete {
+		s.r.note(fmt.Sprintf("step %d (%s at %s): %s", s.st.Index, s.build.Name, rateLabel(s.st.Rate), s.st.Warm.Note))
+	}
+	return nil
+}
 
-	// 5. Idle CPU.
-	if r.cfg.Idle > 0 {
-		r.logf("  idle %s", r.cfg.Idle)
-		a, err := sampler.Read()
-		if err == nil {
-			sleepCtx(stepCtx, r.cfg.Idle)
-			if relayDied() || ctx.Err() != nil {
-				return
-			}
-			if b2, err := sampler.Read(); err == nil {
-				st.CPU.IdleCores = relayproc.Cores(a, b2)
-			}
-		}
+// measureIdle measures Relay's CPU with no load.
+func (s *step) measureIdle() error {
+	if s.cfg.Idle <= 0 {
+		return nil
 	}
+	s.r.logf("  idle %s", s.cfg.Idle)
+	a, err := s.sampler.Read()
+	if err != nil {
+		return nil // the process is gone: the next phase says why
+	}
+	sleepCtx(s.ctx, s.cfg.Idle)
+	if err := s.check(); err != nil {
+		return err
+	}
+	if b, err := s.sampler.Read(); err == nil {
+		s.st.CPU.IdleCores = relayproc.Cores(a, b)
+	}
+	return nil
+}
 
-	// 6. Measured window: blast, 10 Hz sampling, perf, fault, statsd.
-	sampCtx, stopSampling := context.WithCancel(context.Background())
-	var sampWG sync.WaitGroup
-	sampWG.Add(2)
-	go func() { defer sampWG.Done(); sampler.Run(sampCtx, r.cfg.SampleInterval) }()
+// measure runs blast over the warm-up and the measured window while the
+// watch samples Relay at 10 Hz; perf, the fault and the StatsD window
+// start when the measured window does.
+func (s *step) measure() error {
+	st, cfg := s.st, s.cfg
+	blastCtx, stopBlast := context.WithCancel(s.ctx)
+	defer stopBlast()
+	var rssLimit uint64
+	if !s.harness {
+		rssLimit = cfg.MaxRelayRSS
+	}
+	// Second 0 of the upstream's arrival timeline is blast's start.
+	s.up.ResetStats()
+	s.atBlast, _ = s.sampler.Read()
+	s.blastStart = time.Now()
+	s.watch.start(s.sampler, s.up, cfg.SampleInterval, rssLimit, func(rss uint64, after time.Duration) {
+		st.StoppedEarly = fmt.Sprintf("Relay's RSS passed %s (%.1f MiB) %.1f s after blast started; blast was stopped there",
+			mib(rssLimit), float64(rss)/(1<<20), after.Seconds())
+		stopBlast()
+	})
+
 	var (
-		upMu     sync.Mutex
-		upSeries []upPoint
+		winMu sync.Mutex
+		winA  relayproc.Sample
+		winOK bool
+		perf  *perfRun
 	)
-	go func() {
-		defer sampWG.Done()
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			s := up.Stats()
-			upMu.Lock()
-			upSeries = append(upSeries, upPoint{time.Now(), s.Envelopes})
-			upMu.Unlock()
-			select {
-			case <-sampCtx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	defer func() { stopSampling(); sampWG.Wait() }()
-
-	blastStart := time.Now()
-	windowStart := blastStart.Add(r.cfg.Warmup)
-	var (
-		winMu    sync.Mutex
-		winA     relayproc.Sample
-		winAOK   bool
-		perfProc *perfRun
-		faultObs faultWatch
-	)
-	timers := []*time.Timer{time.AfterFunc(r.cfg.Warmup, func() {
-		s, err := sampler.Read()
+	timers := []*time.Timer{time.AfterFunc(cfg.Warmup, func() {
+		smp, err := s.sampler.Read()
 		winMu.Lock()
-		winA, winAOK = s, err == nil
+		winA, winOK = smp, err == nil
 		winMu.Unlock()
-		if r.statsd != nil {
-			r.statsd.Reset()
+		if s.r.statsd != nil {
+			s.r.statsd.Reset()
 		}
-		if r.perf != nil {
-			p, err := r.perf.start(pid, r.perfFile(st))
+		if s.r.perf != nil {
+			p, err := s.r.perf.start(s.sampler.PID(), s.r.perfFile(st))
 			winMu.Lock()
 			if err != nil {
-				st.Perf = &PerfRecord{File: r.perfFile(st), Note: err.Error()}
+				st.Perf = &PerfRecord{File: s.r.perfFile(st), Note: err.Error()}
 			} else {
-				perfProc = p
+				perf = p
 			}
 			winMu.Unlock()
 		}
 	})}
-	if f := r.cfg.Fault; f != nil {
-		timers = append(timers, time.AfterFunc(r.cfg.Warmup+f.Start, func() { faultObs.begin(up, f) }))
-		timers = append(timers, time.AfterFunc(r.cfg.Warmup+f.Start+f.Duration, func() { faultObs.end(up) }))
+	if f := cfg.Fault; f != nil {
+		timers = append(timers,
+			time.AfterFunc(cfg.Warmup+f.Start, func() { s.faults.begin(s.up, f) }),
+			time.AfterFunc(cfg.Warmup+f.Start+f.Duration, func() { s.faults.end(s.up) }))
 	}
 	stopPerf := func() {
 		winMu.Lock()
-		p := perfProc
-		perfProc = nil
+		p := perf
+		perf = nil
 		winMu.Unlock()
 		if p != nil {
 			grace := 3 * time.Second
-			if ctx.Err() != nil {
+			if s.parent.Err() != nil {
 				grace = 500 * time.Millisecond
 			}
 			st.Perf = p.stop(grace)
@@ -331,92 +421,42 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 		stopPerf()
 	}()
 
-	r.logf("  blast %g/s for %s after %s warm-up", st.Rate, r.cfg.Duration, r.cfg.Warmup)
-	res, err := blast.Run(stepCtx, blast.Config{
-		Target: target, Pool: r.pool, Rate: st.Rate, Duration: r.cfg.Duration, Warmup: r.cfg.Warmup,
-		MaxInflight: r.cfg.MaxInflight, Timeout: r.cfg.Timeout, Grace: blastGrace,
-	})
-	winB, errB := sampler.Read()
+	bc := blast.Config{
+		Target: s.target, Pool: s.r.pool, Rate: st.Rate, Duration: cfg.Duration, Warmup: cfg.Warmup,
+		MaxInflight: cfg.MaxInflight, Timeout: cfg.Timeout, Grace: blastGrace,
+	}
+	if st.Rate == RateMax {
+		bc.Concurrency = cfg.Concurrency
+		st.Concurrency = cfg.Concurrency
+		s.r.logf("  blast as fast as possible (%d senders) for %s after %s warm-up", cfg.Concurrency, cfg.Duration, cfg.Warmup)
+	} else {
+		s.r.logf("  blast %g/s for %s after %s warm-up", st.Rate, cfg.Duration, cfg.Warmup)
+	}
+	res, err := blast.Run(blastCtx, bc)
+	s.blastEnd = time.Now()
+	winB, errB := s.sampler.Read()
 	for _, t := range timers {
 		t.Stop()
 	}
 	stopPerf()
-	faultObs.end(up)
+	s.faults.end(s.up)
 	if err != nil {
-		fail("blast: %v", err)
-		return
+		return fmt.Errorf("blast: %w", err)
 	}
-	r.fillLoad(st, res)
+	s.res = res
+	s.fillLoad(res)
 	winMu.Lock()
-	if winAOK && errB == nil {
+	if winOK && errB == nil {
 		st.CPU.LoadCores = relayproc.Cores(winA, winB)
 		st.CPU.NetCores = st.CPU.LoadCores - st.CPU.IdleCores
-		if st.AcceptedRate > 0 {
-			st.CPU.MsPerEnv = st.CPU.NetCores * 1000 / st.AcceptedRate
-		}
 	}
 	winMu.Unlock()
-	if relayDied() || ctx.Err() != nil {
-		return
-	}
-
-	// 7. Drain: until forwarded counts and outcomes stop moving (bounded).
-	r.logf("  drain")
-	accepted := st.OK + st.warmupOK(res)
-	st.Drain = r.drain(stepCtx, up, accepted, harness)
-	if relayDied() || ctx.Err() != nil {
-		return
-	}
-	if peak, err := sampler.PeakRSS(); err == nil {
-		st.Memory.PeakRSS = peak
-	}
-	if s, err := sampler.Read(); err == nil {
-		st.Memory.EndRSS = s.RSS
-	}
-	if r.statsd != nil {
-		st.StatsD, st.StatsDCounters = r.statsdFigures()
-	}
-	stopSampling()
-	sampWG.Wait()
-	stopRelay(r.cfg.ShutdownTimeout)
-	if harness {
-		st.Memory.RusageMaxRSS = 0 // orchestrate's own process: no exit
-	} else if ru, hwm := st.Memory.RusageMaxRSS, st.Memory.PeakRSS; ru > 0 && hwm > 0 {
-		// getrusage also covers shutdown and the pre-exec image, which is
-		// orchestrate's own memory (see relayproc.StopResult.MaxRSS): it
-		// may exceed VmHWM by that much, and is never below it.
-		const slack = 4 << 20
-		switch {
-		case ru+slack < hwm:
-			st.Notes = append(st.Notes, fmt.Sprintf("getrusage peak RSS %.1f MB is below VmHWM %.1f MB: one of them is wrong",
-				float64(ru)/(1<<20), float64(hwm)/(1<<20)))
-		case ru > max(hwm, selfRSS)+slack:
-			st.Notes = append(st.Notes, fmt.Sprintf("Relay's RSS grew to %.1f MB after the last VmHWM reading (%.1f MB), during the shutdown",
-				float64(ru)/(1<<20), float64(hwm)/(1<<20)))
-		}
-	}
-
-	final := up.Stats()
-	st.Upstream = UpstreamSeen{
-		Envelopes: final.Envelopes, ItemsByType: final.ItemsByType, Gap: accepted - final.Envelopes,
-		Outcomes: final.Outcomes.Rows, Requests: final.Requests, Errors: final.Errors, Leaks: final.Canaries.Leaks,
-	}
-	smp, _ := sampler.Samples()
-	st.Series, st.CPU.PeakCores = series(smp, blastStart.Sub(sampler.Start()))
-	for i := 1; i < len(smp); i++ {
-		st.Stall = max(st.Stall, smp[i].At-smp[i-1].At)
-	}
-	upMu.Lock()
-	ups := append([]upPoint(nil), upSeries...)
-	upMu.Unlock()
-	if r.cfg.Fault != nil {
-		st.Fault = faultObs.report(r.cfg.Fault, ups, res, windowStart, accepted)
-	}
-	judge(st, r.cfg, harness)
+	return s.check()
 }
 
 // fillLoad copies blast's figures into the step.
-func (r *runner) fillLoad(st *Step, res *blast.Result) {
+func (s *step) fillLoad(res *blast.Result) {
+	st := s.st
 	st.Sent, st.OK, st.Dropped, st.WarmupSent = res.Sent, res.OK, res.Dropped, res.WarmupSent
 	st.Failures = res.Sent - res.OK
 	st.Elapsed = res.Elapsed
@@ -441,20 +481,191 @@ func (r *runner) fillLoad(st *Step, res *blast.Result) {
 	for _, w := range res.Windows {
 		st.warmOK += w.OK
 	}
-	st.warmOK -= res.OK
-	if st.warmOK < 0 {
-		st.warmOK = 0
+	st.warmOK = max(st.warmOK-res.OK, 0)
+}
+
+// drain waits until forwarding and outcomes settle, then takes the last
+// readings of Relay's memory and the StatsD figures.
+func (s *step) drain() error {
+	s.r.logf("  drain")
+	s.st.Drain = s.r.drain(s.ctx, s.up, s.st.OK+s.st.warmOK, s.harness, s.blastEnd)
+	if err := s.check(); err != nil {
+		return err
+	}
+	var err error
+	if s.atDrainEnd, err = s.sampler.Read(); err != nil {
+		return s.alive() // gone: say how
+	}
+	if peak, err := s.sampler.PeakRSS(); err == nil {
+		s.st.Memory.PeakRSS = peak
+	}
+	s.st.Memory.EndRSS = s.atDrainEnd.RSS
+	if s.r.statsd != nil {
+		s.st.StatsD, s.st.StatsDCounters = s.r.statsdFigures()
+	}
+	s.watch.stop()
+	return nil
+}
+
+// stop sends Relay SIGTERM and times its exit (SIGKILL after the grace).
+func (s *step) stop() error {
+	s.stopRelay(s.grace)
+	st := &s.st.Memory
+	if s.harness {
+		st.RusageMaxRSS = 0 // orchestrate's own process: no exit
+		return nil
+	}
+	if ru, hwm := st.RusageMaxRSS, st.PeakRSS; ru > 0 && hwm > 0 {
+		// getrusage also covers shutdown and the pre-exec image, which is
+		// orchestrate's own memory (see relayproc.StopResult.MaxRSS): it
+		// may exceed VmHWM by that much, and is never below it.
+		const slack = 4 << 20
+		switch {
+		case ru+slack < hwm:
+			s.st.Notes = append(s.st.Notes, fmt.Sprintf("getrusage peak RSS %s is below VmHWM %s: one of them is wrong", mib(ru), mib(hwm)))
+		case ru > max(hwm, s.selfRSS)+slack:
+			s.st.Notes = append(s.st.Notes, fmt.Sprintf("Relay's RSS grew to %s after the last VmHWM reading (%s), during the shutdown", mib(ru), mib(hwm)))
+		}
+	}
+	return nil
+}
+
+func (s *step) stopRelay(grace time.Duration) {
+	if s.proc == nil || s.stopped {
+		return
+	}
+	s.stopping.Store(true)
+	res := s.proc.Stop(grace)
+	s.stopped = true
+	s.st.Shutdown = Shutdown{Took: res.Took, Killed: res.Killed, Exit: res.Exit}
+	s.st.Memory.RusageMaxRSS = res.MaxRSS
+	s.st.CPU.UserSecs, s.st.CPU.SystemSecs = res.UserTime.Seconds(), res.SystemTime.Seconds()
+}
+
+// collect turns what the phases recorded into the step's figures: what
+// reached the upstream, the per-second series and the steady state, the
+// true cost per envelope, the 10 Hz series and the fault's effect.
+func (s *step) collect() {
+	st := s.st
+	final := s.up.Stats()
+	accepted := st.OK + st.warmOK
+	st.Upstream = UpstreamSeen{
+		Envelopes: final.Envelopes, Forwarded: final.DataEnvelopes, ItemsByType: final.ItemsByType,
+		Gap: accepted - final.DataEnvelopes, Outcomes: final.Outcomes.Rows, Requests: final.Requests,
+		Errors: final.Errors, Leaks: final.Canaries.Leaks,
+	}
+	smp, _ := s.sampler.Samples()
+	samplesAt := s.blastStart.Sub(s.sampler.Start())
+	end := int(s.atDrainEnd.At-samplesAt+time.Second-1) / int(time.Second)
+	st.Seconds = secondsSeries(end, s.res.Windows, s.res.Start, final.Timeline, smp, samplesAt)
+	loss := 0.0
+	if st.Drain.Settled && accepted > 0 && st.Upstream.Gap > 0 {
+		loss = float64(st.Upstream.Gap) / float64(accepted)
+	}
+	from, to := windowSeconds(s.res)
+	if to-from < 2 && st.StoppedEarly != "" {
+		// Stopped before the measured window had two whole seconds (a
+		// Relay that buffers everything passes the RSS bound fast): judge
+		// what was sent, warm-up included.
+		from, to = 0, int((s.res.Warmup+s.res.Elapsed)/time.Second)
+		st.Notes = append(st.Notes, fmt.Sprintf("blast stopped %.1f s after it started, before the measured window had two whole seconds: the steady-state figures cover seconds 0–%d, blast's warm-up included",
+			(s.res.Warmup+s.res.Elapsed).Seconds(), to))
+	}
+	st.Steady = steadyState(st.Seconds, from, to, loss, smp, samplesAt)
+	if st.StoppedEarly != "" && st.Steady.Seconds > 0 {
+		st.AcceptedRate = st.Steady.AcceptedRate
+		var sent int64
+		for _, p := range st.Seconds[from:to] {
+			sent += p.Sent
+		}
+		st.AchievedRate = float64(sent) / float64(to-from)
+	}
+	if st.Drain.Settled {
+		st.Steady.CatchUp = st.Drain.LastForward
+	}
+	st.CPU.MsPerEnv, st.CPU.CostSpan, st.CPU.CostCPUSecs, st.CPU.CostEnvelopes = trueCost(s.atBlast, s.atDrainEnd, st.CPU.IdleCores, final.DataEnvelopes)
+	st.Series, st.CPU.PeakCores = series(smp, samplesAt)
+	for i := 1; i < len(smp); i++ {
+		st.Stall = max(st.Stall, smp[i].At-smp[i-1].At)
+	}
+	if s.cfg.Fault != nil {
+		st.Fault = s.faults.report(s.cfg.Fault, s.watch.forwarded(), s.res, s.res.Start.Add(s.res.Warmup), accepted)
 	}
 }
 
-// warmupOK is blast's 2xx answers during its warm-up: every window's OK
-// count minus the measured OK.
-func (st *Step) warmupOK(*blast.Result) int64 { return st.warmOK }
+// windowSeconds is the measured window in whole seconds since blast's
+// start: from the first second after the warm-up to the last whole second.
+func windowSeconds(res *blast.Result) (from, to int) {
+	from = int((res.Warmup + time.Second - 1) / time.Second)
+	to = int((res.Warmup + res.Elapsed) / time.Second)
+	return from, max(to, from)
+}
+
+// trueCost is CPU per forwarded envelope from blast's start (a) until
+// forwarding settled (b), with idle CPU subtracted.
+func trueCost(a, b relayproc.Sample, idleCores float64, forwarded int64) (ms float64, span time.Duration, cpu float64, n int64) {
+	span = b.At - a.At
+	if span <= 0 || b.CPU == 0 {
+		return 0, 0, 0, forwarded
+	}
+	cpu = b.CPU - a.CPU - idleCores*span.Seconds()
+	if forwarded > 0 {
+		ms = cpu * 1000 / float64(forwarded)
+	}
+	return ms, span, cpu, forwarded
+}
+
+// watch samples Relay (CPU and RSS) and the upstream's forwarded count at
+// the sampling interval from blast's start to the drain's end, and calls
+// over once when Relay's RSS passes the limit (0: no limit).
+type watch struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu  sync.Mutex
+	fwd []upPoint
+}
+
+func (w *watch) start(smp *relayproc.Sampler, up *upstream.Server, interval time.Duration, limit uint64, over func(rss uint64, after time.Duration)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	start := time.Now()
+	tripped := false
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		smp.Run(ctx, interval, func(s relayproc.Sample) {
+			w.mu.Lock()
+			w.fwd = append(w.fwd, upPoint{time.Now(), up.DataEnvelopes()})
+			w.mu.Unlock()
+			if limit > 0 && s.RSS > limit && !tripped {
+				tripped = true
+				over(s.RSS, time.Since(start))
+			}
+		})
+	}()
+}
+
+// stop ends sampling; it may be called more than once.
+func (w *watch) stop() {
+	if w.cancel != nil {
+		w.cancel()
+		w.wg.Wait()
+	}
+}
+
+// forwarded is the forwarded-envelopes series taken so far.
+func (w *watch) forwarded() []upPoint {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]upPoint(nil), w.fwd...)
+}
 
 // drain waits until the upstream's forwarded envelopes and outcomes have
 // not moved for a settle period (and, for the harness, every accepted
-// envelope arrived), at most DrainTimeout.
-func (r *runner) drain(ctx context.Context, up *upstream.Server, accepted int64, harness bool) Drain {
+// envelope arrived), at most DrainTimeout. LastForward is when data last
+// arrived, from blastEnd.
+func (r *runner) drain(ctx context.Context, up *upstream.Server, accepted int64, harness bool, blastEnd time.Time) Drain {
 	start := time.Now()
 	settle := 1500 * time.Millisecond // aggregator.bucket_interval (1 s) plus margin for outcome buckets
 	if harness {
@@ -470,35 +681,43 @@ func (r *runner) drain(ctx context.Context, up *upstream.Server, accepted int64,
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	var lastEnv, lastOut int64 = -1, -1
+	var lastEnv, lastData, lastOut int64 = -1, -1, -1
 	lastChange := time.Now()
+	var d Drain
 	for {
 		s := up.Stats()
 		var out int64
 		for _, n := range s.Outcomes.ByOutcome {
 			out += n
 		}
+		now := time.Now()
+		if s.DataEnvelopes != lastData {
+			if lastData >= 0 {
+				d.LastForward = now.Sub(blastEnd)
+			}
+			lastData = s.DataEnvelopes
+		}
 		if s.Envelopes != lastEnv || out != lastOut {
-			lastEnv, lastOut, lastChange = s.Envelopes, out, time.Now()
+			lastEnv, lastOut, lastChange = s.Envelopes, out, now
 		}
-		if harness && s.Envelopes >= accepted {
-			return Drain{Took: time.Since(start), Settled: true}
-		}
-		if time.Since(lastChange) >= settle {
-			return Drain{Took: time.Since(start), Settled: true}
+		d.Took = now.Sub(start)
+		if harness && s.DataEnvelopes >= accepted || now.Sub(lastChange) >= settle {
+			d.Settled = true
+			return d
 		}
 		select {
 		case <-ctx.Done():
-			return Drain{Took: time.Since(start)}
+			return d
 		case <-deadline.C:
-			return Drain{Took: time.Since(start)}
+			d.Took = time.Since(start)
+			return d
 		case <-tick.C:
 		}
 	}
 }
 
 // series turns samples into chart points: seconds since blast started,
-// RSS in MB, and cores over each sampling interval. It also returns the
+// RSS in MiB, and cores over each sampling interval. It also returns the
 // highest 1 s average of cores.
 func series(smp []relayproc.Sample, offset time.Duration) ([]SeriesPoint, float64) {
 	out := make([]SeriesPoint, 0, len(smp))
@@ -513,7 +732,7 @@ func series(smp []relayproc.Sample, offset time.Duration) ([]SeriesPoint, float6
 			j++
 		}
 		if s.At-smp[j].At >= 900*time.Millisecond {
-			peak = math.Max(peak, relayproc.Cores(smp[j], s))
+			peak = max(peak, relayproc.Cores(smp[j], s))
 		}
 		out = append(out, p)
 	}
@@ -555,11 +774,26 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
+// rateName is a rate in file names: "300", "max".
+func rateName(r float64) string {
+	if r == RateMax {
+		return "max"
 	}
-	sort.Strings(ks)
-	return ks
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// rateLabel is a rate in sentences: "300/s", "max".
+func rateLabel(r float64) string {
+	if r == RateMax {
+		return "max rate"
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64) + "/s"
+}
+
+// mib formats bytes as MiB (or GiB from 1 GiB on).
+func mib(b uint64) string {
+	if b >= 1<<30 {
+		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
+	}
+	return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
 }

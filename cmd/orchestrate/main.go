@@ -24,6 +24,7 @@ import (
 	"github.com/relayload/relayload/orchestrate/relayconfig"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/report"
+	"github.com/relayload/relayload/upstream"
 )
 
 const usage = `orchestrate: a fresh fake upstream and Relay per rate, Relay's cost measured and reported.
@@ -37,6 +38,16 @@ Options:
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// repeatedFlag collects repeated values as they are (a quota's categories
+// are ';'-separated, so commas are not split).
+type repeatedFlag []string
+
+func (l *repeatedFlag) String() string { return strings.Join(*l, " ") }
+func (l *repeatedFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
 
 // listFlag collects comma-separated or repeated values.
@@ -58,7 +69,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var (
 		relayBin   = fs.String("relay-bin", "", "Relay binary to measure (none: measure the harness, blast → fake upstream)")
 		relayName  = fs.String("relay-name", "baseline", "name of --relay-bin in the report")
-		rates      = fs.String("rates", "", "target envelopes per second, comma-separated (with --find-max: the two bounds)")
+		rates      = fs.String("rates", "", "target envelopes per second, comma-separated; max: as fast as Relay answers, --concurrency senders (with --find-max: the two bounds)")
+		concur     = fs.Int("concurrency", orchestrate.DefaultConcurrency, "closed-loop senders of a --rates max step")
+		maxRSS     = fs.String("max-relay-rss", "4GiB", "stop blast when Relay's RSS passes this (e.g. 4GiB, 800MiB), and say so")
+		maxCatchUp = fs.Duration("max-catch-up", orchestrate.DefaultMaxCatchUp, "a step kept up only if the last envelope reached the upstream within this after blast ended")
+		quotasFile = fs.String("quotas", "", "JSON file with a list of quota objects for every project of the fake upstream")
+		inbound    = fs.Bool("inbound-filters", false, "turn on the fake upstream's inbound filters (web crawlers, legacy browsers, localhost, browser extensions)")
 		duration   = fs.Duration("duration", orchestrate.DefaultDuration, "measured window per step")
 		warmup     = fs.Duration("warmup", orchestrate.DefaultWarmup, "blast warm-up before the measured window (discarded)")
 		idle       = fs.Duration("idle", orchestrate.DefaultIdle, "idle CPU measurement before blast (0: skip)")
@@ -95,6 +111,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	)
 	fs.Var(&compare, "compare", "other builds, NAME=BIN,…: run alternately with --relay-bin in every round, change in % reported")
 	fs.Var(&metrics, "statsd-metric", "timer or counter to report from --statsd-listen (repeatable or comma-separated)")
+	var quotas repeatedFlag
+	fs.Var(&quotas, "quota", "quota 'CATEGORIES[:LIMIT[:REASON]]' for every project of the fake upstream (repeatable; quote it: ';' separates categories), e.g. 'transaction:0'")
 
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "orchestrate: "+format+"\n", a...)
@@ -119,6 +137,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Seed: *seed, Projects: *nProjects, PoolSize: *poolSize, UserAgents: *userAgents, UniqueUserAgents: *uniqueUA,
 		RelayCPUs: *relayCPUs, HarnessCPUs: *harnCPUs, RelayLogLevel: *logLevel, StatsD: *statsdAddr, StatsDListen: *statsdLsn,
 		StatsDMetrics: metrics, Keep: *keep, MaxP99: *maxP99, MaxInflight: *maxInfl, Timeout: *timeout,
+		Concurrency: *concur, MaxCatchUp: *maxCatchUp, InboundFilters: *inbound,
+	}
+	rss, err := upstream.ParseSize(*maxRSS)
+	if err != nil || rss <= 0 {
+		return bad("--max-relay-rss: %q is not a size such as 4GiB", *maxRSS)
+	}
+	cfg.MaxRelayRSS = uint64(rss)
+	if *quotasFile != "" {
+		qs, err := upstream.LoadQuotas(*quotasFile)
+		if err != nil {
+			return bad("--quotas: %v", err)
+		}
+		cfg.Quotas = qs
+	}
+	for _, q := range quotas {
+		raw, err := upstream.ParseQuota(q, len(cfg.Quotas))
+		if err != nil {
+			return bad("--quota: %v", err)
+		}
+		cfg.Quotas = append(cfg.Quotas, raw)
 	}
 	if !*quiet {
 		cfg.Log = stderr
@@ -127,9 +165,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return bad("--rates is required (e.g. --rates 200,500,1000)")
 	}
 	for r := range strings.SplitSeq(*rates, ",") {
+		if strings.TrimSpace(r) == "max" {
+			cfg.Rates = append(cfg.Rates, orchestrate.RateMax)
+			continue
+		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
 		if err != nil || !(v > 0) {
-			return bad("--rates: %q is not a positive number", r)
+			return bad("--rates: %q is not a positive number or max", r)
 		}
 		cfg.Rates = append(cfg.Rates, v)
 	}
