@@ -304,6 +304,41 @@ type PerfRecord struct {
 	CallGraph string `json:"call_graph"`
 	Exit      string `json:"exit"`
 	Note      string `json:"note,omitempty"`
+	// Profile is where Relay's time went, from `perf script` of File.
+	Profile *PerfProfile `json:"profile,omitempty"`
+}
+
+// PerfProfile summarises a recording: shares are in percent of all
+// samples (weighted by period).
+type PerfProfile struct {
+	Samples int64 `json:"samples"`
+	// Unwound is the share of samples with a usable stack; the rest have
+	// none or only [unknown] frames (perf's DWARF unwinding loses many on
+	// a large binary), and count for no function.
+	Unwound float64 `json:"unwound_pct"`
+	// Top are the functions with the highest inclusive share.
+	Top []FunctionShare `json:"top"`
+	// Groups are named groups of functions (user-agent parsing, PII
+	// scrubbing, …): the share of samples with any frame in the group.
+	Groups []GroupShare `json:"groups"`
+	// Folded and Flame are the folded stacks (speedscope, inferno) and the
+	// flame graph SVG written next to the recording.
+	Folded string `json:"folded,omitempty"`
+	Flame  string `json:"flame,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// FunctionShare is one function's share of the samples.
+type FunctionShare struct {
+	Name      string  `json:"name"`
+	Inclusive float64 `json:"inclusive_pct"`
+	Self      float64 `json:"self_pct"`
+}
+
+// GroupShare is one named group's share of the samples.
+type GroupShare struct {
+	Name  string  `json:"name"`
+	Share float64 `json:"share_pct"`
 }
 
 // Point summarises one build at one rate over the rounds: medians, and
