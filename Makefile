@@ -4,7 +4,7 @@ BIN     := bin
 PKGS    := ./...
 FUZZTIME ?= 5s
 
-.PHONY: help build test interop bench fuzz lint demo clean
+.PHONY: help build test interop bench fuzz lint demo relay-report e2e clean
 
 help:
 	@echo "make demo     the main job: a harness sweep (orchestrate without a Relay)"
@@ -14,6 +14,8 @@ help:
 	@echo "make fuzz     a short smoke run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make bench    Go benchmarks and side-by-side load benchmarks"
 	@echo "make build    binaries in $(BIN)/"
+	@echo "make relay-report RELAY_BIN=PATH  cost per kind, capacity, max rate, perf of errors: one report in out/relay-report/"
+	@echo "make e2e RELAY_BIN=PATH           the tests against a real Relay (skipped without RELAY_BIN)"
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/... ./internal/cmd/...
@@ -36,6 +38,14 @@ bench:
 
 demo: build
 	bash scripts/demo.sh
+
+# Measures the Relay you built yourself; nothing here fetches or builds one.
+relay-report: build
+	@test -n "$(RELAY_BIN)" || { echo "make relay-report needs RELAY_BIN=path/to/relay"; exit 2; }
+	$(BIN)/orchestrate relay-report --relay-bin "$(RELAY_BIN)" --out out/relay-report $(if $(PERF),--perf,) $(if $(DURATION),--duration $(DURATION),)
+
+e2e:
+	RELAY_BIN="$(RELAY_BIN)" $(GO) test -count=1 -v -timeout 30m ./e2e/
 
 clean:
 	rm -rf $(BIN)

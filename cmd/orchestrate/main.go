@@ -14,12 +14,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/relayreport"
 	"github.com/relayload/relayload/orchestrate"
 	"github.com/relayload/relayload/orchestrate/relayconfig"
 	"github.com/relayload/relayload/pool"
@@ -32,6 +34,9 @@ const usage = `orchestrate: a fresh fake upstream and Relay per rate, Relay's co
 Usage:
   orchestrate --relay-bin PATH --rates 200,500,1000 [options]
   orchestrate --rates 1000,5000              (no Relay: measures the harness itself)
+  orchestrate relay-report --relay-bin PATH --out DIR [--duration 30s] [--perf]
+                                             (cost per kind, mixed capacity, max rate,
+                                              perf of errors, signature timer: one report)
 
 Options:
 `
@@ -64,6 +69,9 @@ func (l *listFlag) Set(s string) error {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "relay-report" {
+		return runRelayReport(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("orchestrate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
@@ -249,6 +257,70 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case rep.Failed > 0:
 		fmt.Fprintf(stderr, "orchestrate: %d step(s) failed\n", rep.Failed)
 		return 1
+	}
+	return 0
+}
+
+// runRelayReport is `orchestrate relay-report`: the sections of package
+// relayreport into one report.md.
+func runRelayReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("orchestrate relay-report", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		relayBin = fs.String("relay-bin", "", "Relay binary to measure (required)")
+		out      = fs.String("out", "", "directory for report.md and each section's full report (required)")
+		duration = fs.Duration("duration", 30*time.Second, "measured window of each step")
+		kindRate = fs.Float64("kind-rate", 300, "rate of the cost-per-kind steps")
+		perf     = fs.Bool("perf", false, "record the errors step with perf and break its CPU down")
+		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
+	)
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "orchestrate relay-report: "+format+"\n", a...)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "orchestrate relay-report: cost per kind, mixed capacity, max rate, perf of errors and Relay's signature timer, into one report.md.\n\nOptions:")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		return bad("%v (see --help)", err)
+	}
+	if *relayBin == "" || *out == "" {
+		return bad("--relay-bin and --out are required")
+	}
+	if !(*duration > 0) || !(*kindRate > 0) {
+		return bad("--duration and --kind-rate must be above 0")
+	}
+	o := relayreport.Options{RelayBin: *relayBin, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf, Log: stderr}
+	if *quiet {
+		o.Log = io.Discard
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	card, err := relayreport.Run(ctx, o)
+	if card == nil {
+		fmt.Fprintf(stderr, "orchestrate relay-report: %v\n", err)
+		return 1
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "orchestrate relay-report: %v\n", err)
+		return 1
+	}
+	f, ferr := os.Create(filepath.Join(*out, "report.md"))
+	if ferr != nil {
+		fmt.Fprintf(stderr, "orchestrate relay-report: %v\n", ferr)
+		return 1
+	}
+	card.Markdown(io.MultiWriter(f, stdout))
+	if cerr := f.Close(); cerr != nil {
+		fmt.Fprintf(stderr, "orchestrate relay-report: %v\n", cerr)
+		return 1
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "orchestrate relay-report: interrupted; the report above is partial")
+		return 130
 	}
 	return 0
 }

@@ -1,0 +1,329 @@
+// Package relayreport measures the figures a Relay developer asks first,
+// with one command, into one report: what each kind of envelope costs,
+// the mixed traffic Relay keeps up with, what happens when it is sent as
+// fast as possible, where an error's time goes (perf), and what Relay's
+// own signature timer says (StatsD). Each section is one orchestrate.Run;
+// its full report is written next to the summary.
+package relayreport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relayload/relayload/orchestrate"
+	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/report"
+)
+
+// Options say which Relay to measure and how long each step runs.
+type Options struct {
+	RelayBin string
+	// Out is the directory for report.md and one sub-directory per section.
+	Out string
+	// Duration of each measured window (default 30 s).
+	Duration time.Duration
+	// KindRate is the rate of the cost-per-kind steps (default 300/s).
+	KindRate float64
+	// Bounds of the mixed-traffic search (default 200 and 2000/s).
+	MinRate, MaxRate float64
+	// Perf records the errors step with perf (needs the perf tool).
+	Perf bool
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Kinds costed one at a time, in the seed's order.
+var Kinds = []pool.Kind{pool.Transaction, pool.Error, pool.Log, pool.CheckIn, pool.Session}
+
+// SignatureTimer is Relay's StatsD timer for signing upstream requests.
+const SignatureTimer = "signature.create.duration"
+
+// Card is what the sections measured.
+type Card struct {
+	Relay    orchestrate.Build
+	Started  time.Time
+	Took     time.Duration
+	Kinds    []KindCost
+	Capacity *orchestrate.Report
+	Max      *orchestrate.Report
+	Errors   *orchestrate.Report // the perf'd errors step
+	Notes    []string
+}
+
+// KindCost is one kind at KindRate.
+type KindCost struct {
+	Kind string
+	Step *orchestrate.Step
+}
+
+// Run measures every section. A section that fails is noted and the rest
+// go on; ctx's end stops at once with what was measured.
+func Run(ctx context.Context, o Options) (*Card, error) {
+	if o.RelayBin == "" {
+		return nil, errors.New("relayreport: no Relay binary")
+	}
+	if o.Duration == 0 {
+		o.Duration = 30 * time.Second
+	}
+	if o.KindRate == 0 {
+		o.KindRate = 300
+	}
+	if o.MinRate == 0 {
+		o.MinRate = 200
+	}
+	if o.MaxRate == 0 {
+		o.MaxRate = 2000
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	card := &Card{Started: time.Now()}
+	defer func() { card.Took = time.Since(card.Started) }()
+	base := orchestrate.Config{
+		Builds: []orchestrate.Build{{Name: "relay", Bin: o.RelayBin}}, Duration: o.Duration, Log: o.Log,
+		Warmup: orchestrate.DefaultWarmup, Idle: orchestrate.DefaultIdle, Seed: 1,
+		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer},
+	}
+	section := func(name string, mod func(*orchestrate.Config)) (*orchestrate.Report, error) {
+		cfg := base
+		mod(&cfg)
+		fmt.Fprintf(o.Log, "== %s\n", name)
+		rep, err := orchestrate.Run(ctx, cfg)
+		if rep != nil {
+			if len(rep.Setup.Builds) > 0 {
+				card.Relay = rep.Setup.Builds[0]
+			}
+			if _, werr := report.Write(filepath.Join(o.Out, name), rep); werr != nil {
+				card.Notes = append(card.Notes, fmt.Sprintf("%s: writing its report: %v", name, werr))
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			card.Notes = append(card.Notes, fmt.Sprintf("%s: %v", name, err))
+		}
+		return rep, err
+	}
+
+	for _, k := range Kinds {
+		rep, err := section("kind-"+string(k), func(c *orchestrate.Config) {
+			c.Rates = []float64{o.KindRate}
+			c.Mix = pool.Mix{k: 1}
+		})
+		if ctx.Err() != nil {
+			return card, ctx.Err()
+		}
+		if err == nil && len(rep.Steps) > 0 {
+			card.Kinds = append(card.Kinds, KindCost{Kind: string(k), Step: rep.Steps[0]})
+		}
+	}
+	if card.Capacity, _ = section("capacity", func(c *orchestrate.Config) {
+		c.Rates, c.FindMax = []float64{o.MinRate, o.MaxRate}, true
+	}); ctx.Err() != nil {
+		return card, ctx.Err()
+	}
+	if card.Max, _ = section("max-rate", func(c *orchestrate.Config) {
+		c.Rates = []float64{orchestrate.RateMax}
+		c.Duration = min(o.Duration, 15*time.Second)
+	}); ctx.Err() != nil {
+		return card, ctx.Err()
+	}
+	if o.Perf {
+		dir := filepath.Join(o.Out, "errors-perf")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return card, fmt.Errorf("relayreport: %w", err)
+		}
+		if card.Errors, _ = section("errors-perf", func(c *orchestrate.Config) {
+			c.Rates = []float64{200}
+			c.Mix = pool.Mix{pool.Error: 1}
+			c.Perf = filepath.Join(dir, "relay.perf.data")
+		}); ctx.Err() != nil {
+			return card, ctx.Err()
+		}
+	}
+	return card, nil
+}
+
+// Markdown writes the card as report.md.
+func (c *Card) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "# What Relay costs: %s\n\n", c.Relay.Version)
+	fmt.Fprintf(w, "Measured with relayload against `%s` (%s), on this machine, %s; took %s. Every figure is from a real Relay; each section's full report (results.json, charts) is in its own directory.\n",
+		c.Relay.Bin, c.Relay.Version, c.Started.UTC().Format("2006-01-02 15:04 UTC"), c.Took.Round(time.Second))
+
+	if len(c.Kinds) > 0 {
+		rate := c.Kinds[0].Step.Rate
+		fmt.Fprintf(w, "\n## Cost per envelope, one kind at a time (%s/s)\n\n", num(rate))
+		t := newTable("kind", ">CPU per envelope", ">Relay cores", ">forwarded/s", ">p99 ms", ">signature p50", ">signature p99", "verdict", ">load 1m")
+		for _, k := range c.Kinds {
+			st := k.Step
+			sig := st.StatsD[SignatureTimer]
+			t.add(k.Kind, fmt.Sprintf("%.2f ms", st.CPU.MsPerEnv), fmt.Sprintf("%.2f", st.CPU.NetCores), num(st.Steady.ForwardedRate),
+				fmt.Sprintf("%.1f", st.Latency.P99), usec(sig.P50), usec(sig.P99), st.Verdict, fmt.Sprintf("%.1f", st.LoadAvg[0]))
+		}
+		t.write(w)
+		fmt.Fprintln(w, "\nCPU per envelope: Relay's CPU time from blast's start until forwarding settled, idle subtracted, divided by the envelopes it forwarded. A kind Relay cannot keep up with at this rate still gets its true cost (it is not divided by what Relay merely accepted). signature: Relay's own `signature.create.duration` timer (StatsD), the Ed25519 signature on every request it sends upstream.")
+	}
+
+	if c.Capacity != nil {
+		fmt.Fprintln(w, "\n## Mixed traffic: the highest rate Relay keeps up with")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, report.Headline(c.Capacity))
+		fmt.Fprintln(w)
+		t := newTable(">target/s", ">accepted/s", ">forwarded/s", ">backlog at end", ">backlog growth", ">CPU per envelope", ">RSS slope", "verdict")
+		for _, st := range c.Capacity.Steps {
+			t.add(num(st.Rate), num(st.Steady.AcceptedRate), num(st.Steady.ForwardedRate), num(float64(st.Steady.BacklogEnd)),
+				fmt.Sprintf("%+.0f/s", st.Steady.BacklogGrowth), fmt.Sprintf("%.2f ms", st.CPU.MsPerEnv), fmt.Sprintf("%+.1f MiB/s", st.Steady.RSSSlope), st.Verdict)
+		}
+		t.write(w)
+		if st := firstBehind(c.Capacity); st != nil {
+			fmt.Fprintf(w, "\nThe backlog at %s/s, second by second (accepted − forwarded since blast started):\n\n", num(st.Rate))
+			t := newTable(">s", ">accepted", ">forwarded", ">backlog", ">RSS MiB")
+			for _, p := range st.Seconds {
+				if p.T%2 == 0 || p.T == len(st.Seconds)-1 {
+					t.add(fmt.Sprint(p.T), num(float64(p.Accepted)), num(float64(p.Forwarded)), num(float64(p.Backlog)), fmt.Sprintf("%.0f", p.RSSMiB))
+				}
+			}
+			t.write(w)
+		}
+	}
+
+	if c.Max != nil && len(c.Max.Steps) > 0 {
+		st := c.Max.Steps[0]
+		fmt.Fprintln(w, "\n## Sent as fast as possible")
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%d senders, back to back: Relay accepted %s/s and forwarded %s/s; its RSS grew %+.0f MiB/s to a peak of %s.",
+			st.Concurrency, num(st.Steady.AcceptedRate), num(st.Steady.ForwardedRate), st.Steady.RSSSlope, mib(st.Memory.PeakRSS))
+		if st.StoppedEarly != "" {
+			fmt.Fprintf(w, " %s.", st.StoppedEarly)
+		}
+		fmt.Fprintln(w)
+	}
+
+	if c.Errors != nil && len(c.Errors.Steps) > 0 {
+		st := c.Errors.Steps[0]
+		fmt.Fprintln(w, "\n## Where an error's time goes (perf, errors at 200/s)")
+		fmt.Fprintln(w)
+		switch {
+		case st.Perf == nil:
+			fmt.Fprintln(w, "No recording was made.")
+		case st.Perf.Profile == nil:
+			fmt.Fprintf(w, "Recorded %s, but it could not be read: %s\n", st.Perf.File, st.Perf.Note)
+		default:
+			p := st.Perf.Profile
+			fmt.Fprintf(w, "%s samples (%s), %.0f%% with a usable stack.\n\n", num(float64(p.Samples)), st.Perf.Event, p.Unwound)
+			t := newTable("group", ">share of Relay's CPU")
+			for _, g := range p.Groups {
+				t.add(g.Name, fmt.Sprintf("%.1f%%", g.Share))
+			}
+			t.write(w)
+			fmt.Fprintln(w)
+			t = newTable("function", ">inclusive", ">self")
+			for i, f := range p.Top {
+				if i == 12 {
+					break
+				}
+				t.add("`"+shorten(f.Name, 100)+"`", fmt.Sprintf("%.1f%%", f.Inclusive), fmt.Sprintf("%.1f%%", f.Self))
+			}
+			t.write(w)
+			if p.Flame != "" {
+				rel, err := filepath.Rel(filepath.Dir(filepath.Dir(p.Flame)), p.Flame)
+				if err != nil {
+					rel = p.Flame
+				}
+				fmt.Fprintf(w, "\nFlame graph: [%s](%s); folded stacks for speedscope or inferno: `%s`.\n", rel, rel, filepath.Base(p.Folded))
+			}
+		}
+	}
+
+	if len(c.Notes) > 0 {
+		fmt.Fprintln(w, "\n## Notes")
+		fmt.Fprintln(w)
+		for _, n := range c.Notes {
+			fmt.Fprintln(w, "- "+n)
+		}
+	}
+}
+
+// firstBehind is the lowest-rate step that fell behind with a growing
+// backlog, if any.
+func firstBehind(rep *orchestrate.Report) *orchestrate.Step {
+	steps := slices.Clone(rep.Steps)
+	slices.SortFunc(steps, func(a, b *orchestrate.Step) int { return int(a.Rate - b.Rate) })
+	for _, st := range steps {
+		if st.Verdict == orchestrate.VerdictFellBehind && st.Steady.BacklogGrowth > 0 && len(st.Seconds) > 0 {
+			return st
+		}
+	}
+	return nil
+}
+
+func usec(ms float64) string {
+	if ms == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f µs", ms*1000)
+}
+
+func mib(b uint64) string {
+	if b >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	}
+	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+}
+
+func num(v float64) string {
+	s := fmt.Sprintf("%.0f", math.Abs(v))
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if v < 0 {
+		s = "−" + s
+	}
+	return s
+}
+
+func shorten(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// table is a small Markdown table.
+type table struct {
+	head  []string
+	right []bool
+	rows  [][]string
+}
+
+func newTable(cols ...string) *table {
+	t := &table{}
+	for _, c := range cols {
+		t.right = append(t.right, strings.HasPrefix(c, ">"))
+		t.head = append(t.head, strings.TrimPrefix(c, ">"))
+	}
+	return t
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) {
+	fmt.Fprintln(w, "| "+strings.Join(t.head, " | ")+" |")
+	seps := make([]string, len(t.head))
+	for i := range seps {
+		seps[i] = "---"
+		if t.right[i] {
+			seps[i] = "--:"
+		}
+	}
+	fmt.Fprintln(w, "| "+strings.Join(seps, " | ")+" |")
+	for _, r := range t.rows {
+		fmt.Fprintln(w, "| "+strings.Join(r, " | ")+" |")
+	}
+}
