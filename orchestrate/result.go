@@ -200,8 +200,13 @@ type CPU struct {
 	CostCPUSecs   float64       `json:"cost_cpu_s"`
 	CostEnvelopes int64         `json:"cost_envelopes"`
 	PeakCores     float64       `json:"peak_cores_1s"`
-	UserSecs      float64       `json:"total_user_s,omitempty"`
-	SystemSecs    float64       `json:"total_system_s,omitempty"`
+	// HarnessCores is orchestrate's own CPU (blast, the fake upstream,
+	// sampling) over the measured window, and HarnessShare that in percent
+	// of Relay's LoadCores: on one machine, CPU Relay could not use.
+	HarnessCores float64 `json:"harness_cores,omitempty"`
+	HarnessShare float64 `json:"harness_share_pct,omitempty"`
+	UserSecs     float64 `json:"total_user_s,omitempty"`
+	SystemSecs   float64 `json:"total_system_s,omitempty"`
 }
 
 // Memory is the measured process's memory.

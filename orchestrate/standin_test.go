@@ -120,7 +120,7 @@ func TestStandinSweep(t *testing.T) {
 		if !okVerdict(st.Verdict) {
 			t.Errorf("step %d: %s %v", st.Index, st.Verdict, st.Reasons)
 		}
-		if st.CPU.LoadCores <= 0 || st.CPU.MsPerEnv <= 0 {
+		if st.CPU.LoadCores <= 0 || st.CPU.MsPerEnv <= 0 || st.CPU.HarnessCores <= 0 || st.CPU.HarnessShare <= 0 {
 			t.Errorf("step %d: cpu %+v", st.Index, st.CPU)
 		}
 		if st.Memory.PeakRSS == 0 || st.Memory.PeakRSS < st.Memory.EndRSS {

@@ -38,6 +38,9 @@ const logTailLines = 20
 // longer than it never measures a shutdown.
 const shutdownMargin = 5 * time.Second
 
+// errNoSelf stands for a reading of orchestrate itself that was not taken.
+var errNoSelf = errors.New("no reading of orchestrate")
+
 // errRelayExited cancels a step's context when Relay dies under it.
 var errRelayExited = errors.New("relay exited")
 
@@ -371,16 +374,25 @@ func (s *step) measure() error {
 		stopBlast()
 	})
 
+	// The harness (orchestrate: blast, the fake upstream, sampling) is
+	// sampled over the same window: its CPU is CPU Relay could not use.
+	self, _ := relayproc.NewSampler(os.Getpid())
 	var (
-		winMu sync.Mutex
-		winA  relayproc.Sample
-		winOK bool
-		perf  *perfRun
+		winMu         sync.Mutex
+		winA, selfA   relayproc.Sample
+		winOK, selfOK bool
+		perf          *perfRun
 	)
 	timers := []*time.Timer{time.AfterFunc(cfg.Warmup, func() {
 		smp, err := s.sampler.Read()
+		var me relayproc.Sample
+		var meErr error = errNoSelf
+		if self != nil && !s.harness {
+			me, meErr = self.Read()
+		}
 		winMu.Lock()
 		winA, winOK = smp, err == nil
+		selfA, selfOK = me, meErr == nil
 		winMu.Unlock()
 		if s.r.statsd != nil {
 			s.r.statsd.Reset()
@@ -435,6 +447,11 @@ func (s *step) measure() error {
 	res, err := blast.Run(blastCtx, bc)
 	s.blastEnd = time.Now()
 	winB, errB := s.sampler.Read()
+	var selfB relayproc.Sample
+	errSelf := errNoSelf
+	if self != nil && !s.harness {
+		selfB, errSelf = self.Read()
+	}
 	for _, t := range timers {
 		t.Stop()
 	}
@@ -449,6 +466,12 @@ func (s *step) measure() error {
 	if winOK && errB == nil {
 		st.CPU.LoadCores = relayproc.Cores(winA, winB)
 		st.CPU.NetCores = st.CPU.LoadCores - st.CPU.IdleCores
+	}
+	if selfOK && errSelf == nil {
+		st.CPU.HarnessCores = relayproc.Cores(selfA, selfB)
+		if st.CPU.LoadCores > 0 {
+			st.CPU.HarnessShare = 100 * st.CPU.HarnessCores / st.CPU.LoadCores
+		}
 	}
 	winMu.Unlock()
 	return s.check()

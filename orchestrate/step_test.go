@@ -136,6 +136,7 @@ func TestStepPhases(t *testing.T) {
 func TestStepFail(t *testing.T) {
 	r := &runner{cfg: Config{ShutdownTimeout: time.Second}}
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	for _, tc := range []struct {
 		name        string
 		err         error

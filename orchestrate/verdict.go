@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// MaxHarnessShare is the harness's share of Relay's CPU (percent) above
+// which a step says that the harness took CPU from Relay.
+const MaxHarnessShare = 5
+
 // maxStall is the longest pause of the 10 Hz sampler that still counts as
 // the harness running normally.
 const maxStall = time.Second
@@ -96,6 +100,10 @@ func judge(st *Step, cfg Config, harness bool) {
 	}
 	if st.Steady.Seconds < 2 && st.Steady.Seconds >= 0 && len(st.Seconds) > 0 {
 		st.Notes = append(st.Notes, fmt.Sprintf("the measured window has %d whole second(s): too short to judge the backlog's growth", st.Steady.Seconds))
+	}
+	if st.CPU.HarnessShare > MaxHarnessShare {
+		st.Notes = append(st.Notes, fmt.Sprintf("the harness (blast, the fake upstream) used %.2f cores over the window, %.0f%% of Relay's %.2f: on one machine that is CPU Relay could not use",
+			st.CPU.HarnessCores, st.CPU.HarnessShare, st.CPU.LoadCores))
 	}
 	if st.Warm.Note != "" && !st.Warm.Complete {
 		st.Reasons = append(st.Reasons, st.Warm.Note)
