@@ -45,6 +45,9 @@ type buffer struct {
 	closed   bool
 	maxCount int
 	maxBytes int64
+	// peakCount and peakBytes are the highest count and bytes held.
+	peakCount int
+	peakBytes int64
 }
 
 func newBuffer(maxCount int, maxBytes int64) *buffer {
@@ -66,6 +69,8 @@ func (b *buffer) push(j *job, isReady func(key string) bool) error {
 	}
 	b.count++
 	b.bytes += int64(j.size)
+	b.peakCount = max(b.peakCount, b.count)
+	b.peakBytes = max(b.peakBytes, b.bytes)
 	if isReady(j.key) {
 		b.ready = append(b.ready, j)
 		b.cond.Signal()
@@ -163,6 +168,13 @@ func (b *buffer) len() (held, waiting int) {
 		waiting += len(js)
 	}
 	return b.count, waiting
+}
+
+// peak returns the highest count and bytes held since the start.
+func (b *buffer) peak() (int, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peakCount, b.peakBytes
 }
 
 // close wakes the workers; they exit once the ready queue is empty.

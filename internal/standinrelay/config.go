@@ -67,6 +67,10 @@ type Config struct {
 	// Stand-in extensions (a real Relay ignores the unknown "standin" section).
 	MaxBufferedEnvelopes int   // standin.max_buffered_envelopes (10 000)
 	MaxBufferedBytes     int64 // standin.max_buffered_bytes (256 MiB)
+	// Capacity is standin.capacity: envelopes per second that the
+	// processing workers handle in total (0 = unlimited). Above it,
+	// envelopes are still accepted and wait in the buffer.
+	Capacity float64
 }
 
 // OutcomeMode is outcomes.emit_outcomes.
@@ -172,6 +176,7 @@ type fileConfig struct {
 	Standin struct {
 		MaxBufferedEnvelopes *int      `yaml:"max_buffered_envelopes"`
 		MaxBufferedBytes     yaml.Node `yaml:"max_buffered_bytes"`
+		Capacity             *float64  `yaml:"capacity"`
 	} `yaml:"standin"`
 }
 
@@ -309,11 +314,22 @@ func ParseConfig(b []byte) (Config, error) {
 	} else if ok {
 		c.MaxBufferedBytes = n
 	}
+	if v := f.Standin.Capacity; v != nil {
+		if math.IsNaN(*v) || *v < 0 || *v > maxCapacity {
+			errs = append(errs, fmt.Errorf("standin.capacity: %v: want envelopes per second, 0 (unlimited) to %g", *v, float64(maxCapacity)))
+		} else {
+			c.Capacity = *v
+		}
+	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("standinrelay: config: %w", errors.Join(errs...))
 	}
 	return c, nil
 }
+
+// maxCapacity bounds standin.capacity (one envelope per microsecond; more
+// than any stand-in can process).
+const maxCapacity = 1e6
 
 // parseOutcomeMode reads false / true / "as_client_reports".
 func parseOutcomeMode(n *yaml.Node) (OutcomeMode, error) {

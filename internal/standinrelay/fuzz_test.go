@@ -2,6 +2,7 @@ package standinrelay
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,8 @@ func FuzzProcessEvent(f *testing.F) {
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("relay: {mode: managed, upstream: 'http://h:1'}\nlimits: {max_envelope_size: 1MiB}"))
 	f.Add([]byte("relay: {mode: managed, upstream: 'http://h:1/'}\noutcomes: {emit_outcomes: [1]}"))
+	f.Add([]byte("relay: {mode: managed, upstream: 'http://h:1'}\nstandin: {capacity: 200, max_buffered_bytes: 1GiB}"))
+	f.Add([]byte("relay: {mode: managed, upstream: 'http://h:1'}\nstandin: {capacity: 1e-300}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := ParseConfig(b)
 		if err != nil {
@@ -66,6 +69,12 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if c.Upstream == nil || c.BatchSize <= 0 || c.MaxConcurrentRequests <= 0 || c.MaxEnvelopeSize <= 0 || c.BucketInterval <= 0 {
 			t.Errorf("accepted config with unusable values: %+v", c)
+		}
+		if math.IsNaN(c.Capacity) || c.Capacity < 0 || c.Capacity > maxCapacity {
+			t.Errorf("accepted standin.capacity %v", c.Capacity)
+		}
+		if p := newPacer(c.Capacity); p != nil && (p.interval <= 0 || p.burst < p.interval) {
+			t.Errorf("capacity %v: pacer interval %v burst %v", c.Capacity, p.interval, p.burst)
 		}
 	})
 }

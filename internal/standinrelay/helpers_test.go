@@ -415,7 +415,14 @@ type standin struct {
 	*Relay
 	url  string
 	stop func() // cancels Run and waits for it
-	logs *bytes.Buffer
+	logs *syncBuffer
+}
+
+// log returns what the stand-in logged so far.
+func (s *standin) log() string {
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
+	return s.logs.String()
 }
 
 // baseConfig is a fast config for tests against up.
@@ -476,7 +483,7 @@ func startStandin(t *testing.T, cfgYAML string) *standin {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	var once sync.Once
-	s := &standin{Relay: r, url: "http://" + r.Addr()}
+	s := &standin{Relay: r, url: "http://" + r.Addr(), logs: logs}
 	s.stop = func() {
 		once.Do(func() {
 			cancel()

@@ -32,6 +32,7 @@ type Relay struct {
 	outage   *outage
 	projects *projectCache
 	buffer   *buffer
+	pacer    *pacer // standin.capacity; nil = unlimited
 	limits   *rateLimits
 	outcomes *outcomeAggregator
 
@@ -65,6 +66,7 @@ func New(cfg Config, creds relayauth.Credentials, log *Logger) (*Relay, error) {
 		auth:      newAuth(),
 		outage:    newOutage(),
 		buffer:    newBuffer(cfg.MaxBufferedEnvelopes, cfg.MaxBufferedBytes),
+		pacer:     newPacer(cfg.Capacity),
 		limits:    newRateLimits(),
 		outcomes:  newOutcomeAggregator(cfg.BucketInterval),
 		sendSlots: make(chan struct{}, cfg.MaxConcurrentRequests),
@@ -172,7 +174,14 @@ func (r *Relay) Run(ctx context.Context) error {
 				if !ok {
 					return
 				}
-				r.process(j)
+				// standin.capacity: the workers share one pace; an
+				// envelope waits here, accepted and held, until its slot.
+				if r.pacer.wait(hardCtx) {
+					r.process(j)
+					r.stats.processed.Add(1)
+				} else {
+					r.stats.lostAtShutdown.Add(1) // past limits.shutdown_timeout
+				}
 				r.buffer.done(j)
 			}
 		}()
@@ -181,6 +190,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- r.server.Serve(r.ln) }()
 	r.log.Infof("standin-relay %s (test fixture, not Relay) listening on %s, upstream %s", Version, r.Addr(), r.cfg.Upstream)
+	if r.pacer != nil {
+		r.log.Infof("processing capacity %g envelopes/s (standin.capacity); above it envelopes wait in the buffer (at most %d envelopes, %d bytes)", r.cfg.Capacity, r.cfg.MaxBufferedEnvelopes, r.cfg.MaxBufferedBytes)
+	}
 
 	var runErr error
 	select {
@@ -200,15 +212,19 @@ func (r *Relay) Run(ctx context.Context) error {
 	drained := r.waitDrained(deadline)
 	r.flushOutcomes(hardCtx, true)
 	drained = r.waitDrained(deadline) && drained
+	held, _ := r.buffer.len()
+	aborted := r.sending.Load()
 	lost := r.buffer.close()
+	r.stats.lostAtShutdown.Add(int64(len(lost)))
 	hardCancel()
 	workerWG.Wait()
 	wg.Wait()
-	held, _ := r.buffer.len()
 	if !drained || len(lost) > 0 {
-		r.log.Warnf("shutdown timeout: %d buffered envelopes lost (%d waited for a config), %d sends aborted", held+len(lost), len(lost), r.sending.Load())
+		r.log.Warnf("shutdown timeout: %d buffered envelopes lost (%d waited for a config), %d sends aborted", held, len(lost), aborted)
 	}
-	r.log.Infof("shut down in %s", time.Since(shutdownStart).Round(time.Millisecond))
+	peak, peakBytes := r.buffer.peak()
+	r.log.Infof("shut down in %s; %d envelopes accepted, %d processed, peak buffer %d envelopes (%d bytes)",
+		time.Since(shutdownStart).Round(time.Millisecond), r.stats.queued.Load(), r.stats.processed.Load(), peak, peakBytes)
 	return runErr
 }
 
@@ -249,7 +265,7 @@ func (r *Relay) runGauges(ctx context.Context) {
 
 // counters are the stand-in's own tallies (see Stats).
 type counters struct {
-	requests, queued                                      atomic.Int64
+	requests, queued, processed, lostAtShutdown           atomic.Int64
 	status2xx, status400, status401, status403, status413 atomic.Int64
 	status429, status503, statusOther                     atomic.Int64
 	parts, forwarded, forwardRetries, forwardRejected     atomic.Int64
@@ -289,6 +305,8 @@ type Stats struct {
 	Requests           int64            `json:"requests"`         // ingest requests
 	Responses          map[string]int64 `json:"responses"`        // by status class
 	Queued             int64            `json:"queued"`           // envelopes accepted into the buffer
+	Processed          int64            `json:"processed"`        // envelopes the processing workers handled
+	LostAtShutdown     int64            `json:"lost_at_shutdown"` // buffered envelopes dropped after limits.shutdown_timeout
 	Parts              int64            `json:"parts"`            // per-group envelopes handed to forwarding
 	Forwarded          int64            `json:"forwarded"`        // 2xx from upstream (incl. outcome envelopes)
 	ForwardRetries     int64            `json:"forward_retries"`  // network errors / 502-504 retried
@@ -310,10 +328,13 @@ type Stats struct {
 	Outcomes           int64            `json:"outcomes"`          // outcome quantity recorded
 	OutcomeEnvelopes   int64            `json:"outcome_envelopes"` // outcome envelopes sent
 	OutcomeRowsDropped int64            `json:"outcome_rows_dropped"`
-	Outages            int64            `json:"outages"`     // times outage mode began
-	LiveChecks         int64            `json:"live_checks"` // GET /api/0/relays/live/ sent
-	Buffered           int              `json:"buffered"`
-	WaitingForConfig   int              `json:"waiting_for_config"`
+	Outages            int64            `json:"outages"`            // times outage mode began
+	LiveChecks         int64            `json:"live_checks"`        // GET /api/0/relays/live/ sent
+	Buffered           int              `json:"buffered"`           // held: waiting for a config, backlog or being processed
+	WaitingForConfig   int              `json:"waiting_for_config"` // of Buffered
+	Backlog            int              `json:"backlog"`            // of Buffered: ready or being processed (above standin.capacity it grows)
+	PeakBuffered       int              `json:"peak_buffered"`      // highest Buffered since start
+	PeakBufferedBytes  int64            `json:"peak_buffered_bytes"`
 	Auth               string           `json:"auth"`
 	GlobalConfig       bool             `json:"global_config"`
 }
@@ -322,6 +343,7 @@ type Stats struct {
 func (r *Relay) Stats() Stats {
 	c := &r.stats
 	held, waiting := r.buffer.len()
+	peak, peakBytes := r.buffer.peak()
 	r.outcomes.mu.Lock()
 	dropped := r.outcomes.dropped
 	r.outcomes.mu.Unlock()
@@ -331,7 +353,7 @@ func (r *Relay) Stats() Stats {
 			"2xx": c.status2xx.Load(), "400": c.status400.Load(), "401": c.status401.Load(), "403": c.status403.Load(),
 			"413": c.status413.Load(), "429": c.status429.Load(), "503": c.status503.Load(), "other": c.statusOther.Load(),
 		},
-		Queued: c.queued.Load(), Parts: c.parts.Load(), Forwarded: c.forwarded.Load(),
+		Queued: c.queued.Load(), Processed: c.processed.Load(), LostAtShutdown: c.lostAtShutdown.Load(), Parts: c.parts.Load(), Forwarded: c.forwarded.Load(),
 		ForwardRetries: c.forwardRetries.Load(), ForwardRejected: c.forwardRejected.Load(),
 		ForwardRateLimited: c.forwardRateLimited.Load(), ForwardLost: c.forwardLost.Load(),
 		DroppedDisabled: c.droppedDisabled.Load(), DroppedInvalid: c.droppedInvalid.Load(),
@@ -341,6 +363,6 @@ func (r *Relay) Stats() Stats {
 		ProjectPending: c.projectPending.Load(), ProjectUnchanged: c.projectUnchanged.Load(),
 		Outcomes: c.outcomes.Load(), OutcomeEnvelopes: c.outcomeEnvelopes.Load(), OutcomeRowsDropped: dropped,
 		Outages: c.outages.Load(), LiveChecks: c.liveChecks.Load(),
-		Buffered: held, WaitingForConfig: waiting, Auth: r.auth.get().String(), GlobalConfig: r.globalReady.Load(),
+		Buffered: held, WaitingForConfig: waiting, Backlog: held - waiting, PeakBuffered: peak, PeakBufferedBytes: peakBytes, Auth: r.auth.get().String(), GlobalConfig: r.globalReady.Load(),
 	}
 }

@@ -24,6 +24,7 @@ aggregator: {bucket_interval: 1, initial_delay: 0}
 cache: {batch_interval: 0, batch_size: 50, project_expiry: 60, project_grace_period: 10, global_config_fetch_interval: 2}
 limits: {max_thread_count: 2, max_concurrent_requests: 7, max_concurrent_queries: 3, shutdown_timeout: 4, query_timeout: 9, max_envelope_size: 1MiB}
 metrics: {statsd: "127.0.0.1:8125", prefix: pfx}
+standin: {capacity: 250.5, max_buffered_envelopes: 5, max_buffered_bytes: 1MiB}
 unknown_section: {whatever: 1}
 `
 	c, err := ParseConfig([]byte(full))
@@ -58,6 +59,9 @@ unknown_section: {whatever: 1}
 		{"max_envelope_size", c.MaxEnvelopeSize, int64(1 << 20)},
 		{"statsd", c.StatsdAddr, "127.0.0.1:8125"},
 		{"prefix", c.StatsdPrefix, "pfx"},
+		{"capacity", c.Capacity, 250.5},
+		{"max_buffered_envelopes", c.MaxBufferedEnvelopes, 5},
+		{"max_buffered_bytes", c.MaxBufferedBytes, int64(1 << 20)},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -70,7 +74,7 @@ unknown_section: {whatever: 1}
 		t.Fatal(err)
 	}
 	if d.Encoding != compression.Zstd || d.EmitOutcomes != OutcomesAsClientReports || d.BatchInterval != 100*time.Millisecond ||
-		d.GlobalFetchInterval != 10*time.Second || d.ShutdownTimeout != 10*time.Second || d.MaxConcurrentRequests != 100 || d.Port != 3000 {
+		d.GlobalFetchInterval != 10*time.Second || d.ShutdownTimeout != 10*time.Second || d.MaxConcurrentRequests != 100 || d.Port != 3000 || d.Capacity != 0 {
 		t.Errorf("defaults: %+v", d)
 	}
 	if m, _ := ParseConfig([]byte("relay: {mode: managed, upstream: 'http://h:1'}\noutcomes: {emit_outcomes: as_client_reports}")); m.EmitOutcomes != OutcomesAsClientReports {
@@ -94,6 +98,10 @@ unknown_section: {whatever: 1}
 		"size":          "relay: {mode: managed, upstream: 'http://h:1'}\nlimits: {max_envelope_size: lots}",
 		"yaml":          "relay: [",
 		"type":          "relay: {mode: managed, upstream: 'http://h:1'}\nlimits: {max_concurrent_requests: many}",
+		"capacity<0":    "relay: {mode: managed, upstream: 'http://h:1'}\nstandin: {capacity: -1}",
+		"capacity nan":  "relay: {mode: managed, upstream: 'http://h:1'}\nstandin: {capacity: .nan}",
+		"capacity inf":  "relay: {mode: managed, upstream: 'http://h:1'}\nstandin: {capacity: .inf}",
+		"capacity word": "relay: {mode: managed, upstream: 'http://h:1'}\nstandin: {capacity: lots}",
 	}
 	for name, y := range bad {
 		if _, err := ParseConfig([]byte(y)); err == nil {
