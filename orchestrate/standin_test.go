@@ -527,3 +527,45 @@ cd "$dir/../www" && exec python3 -m http.server --bind 127.0.0.1 "$port"
 		t.Errorf("processes left: %v", left)
 	}
 }
+
+// TestStandinCapacityVerdict: a stand-in limited to N/s (it accepts more
+// and holds the rest in memory, as Relay 26.4.0 was seen to do) is judged
+// kept up at N/2 and fell behind at 2N with forwarded/s ≈ N, and its cost
+// per envelope does not halve above capacity (it did when CPU was divided
+// by accepted envelopes).
+func TestStandinCapacityVerdict(t *testing.T) {
+	const n = 100
+	bin := standin(t)
+	cfg := quick(n/2, 2*n)
+	cfg.Duration = 8 * time.Second // a second half of 4 points: growth over 3 s
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.RelayConfig = relayconfig.Config{"standin": map[string]any{"capacity": n}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	below, above := rep.Steps[0], rep.Steps[1]
+	for _, st := range rep.Steps {
+		t.Logf("%g/s: %s %v; forwarded %.0f/s, growth %+.0f/s, catch-up %v, %.3f ms/envelope", st.Rate, st.Verdict, st.Reasons,
+			st.Steady.ForwardedRate, st.Steady.BacklogGrowth, st.Steady.CatchUp, st.CPU.MsPerEnv)
+	}
+	if below.Verdict != VerdictKeptUp && below.Verdict != VerdictHarnessLimited {
+		t.Errorf("N/2: %s %v", below.Verdict, below.Reasons)
+	}
+	if above.Verdict != VerdictFellBehind || !strings.Contains(strings.Join(above.Reasons, "|"), "backlog +") {
+		t.Errorf("2N: %s %v", above.Verdict, above.Reasons)
+	}
+	if f := above.Steady.ForwardedRate; f < 0.85*n || f > 1.15*n {
+		t.Errorf("2N: forwarded %.0f/s, want ≈ %d", f, n)
+	}
+	if above.Steady.BacklogGrowth < 0.7*n || above.Steady.BacklogEnd < int64(0.6*n*cfg.Duration.Seconds()) {
+		t.Errorf("2N: backlog growth %.0f/s, %d at the window's end", above.Steady.BacklogGrowth, above.Steady.BacklogEnd)
+	}
+	if below.CPU.MsPerEnv > 0 && above.CPU.MsPerEnv < below.CPU.MsPerEnv/2 {
+		t.Errorf("CPU per envelope %.3f ms above capacity, %.3f ms below: halved", above.CPU.MsPerEnv, below.CPU.MsPerEnv)
+	}
+	if above.Upstream.Gap != 0 || !above.Drain.Settled {
+		t.Errorf("2N: the backlog was not all forwarded after blast: gap %d, drain %+v", above.Upstream.Gap, above.Drain)
+	}
+}
