@@ -28,8 +28,9 @@ type Options struct {
 	RelayBin string
 	// Out is the directory for report.md and one sub-directory per section.
 	Out string
-	// Duration of each measured window (default 30 s).
-	Duration time.Duration
+	// Duration of each measured window (default 30 s); Warmup and Idle
+	// of each step (orchestrate's defaults when 0).
+	Duration, Warmup, Idle time.Duration
 	// KindRate is the rate of the cost-per-kind steps (default 300/s).
 	KindRate float64
 	// Bounds of the mixed-traffic search (default 200 and 2000/s).
@@ -73,6 +74,12 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 	if o.Duration == 0 {
 		o.Duration = 30 * time.Second
 	}
+	if o.Warmup == 0 {
+		o.Warmup = orchestrate.DefaultWarmup
+	}
+	if o.Idle == 0 {
+		o.Idle = orchestrate.DefaultIdle
+	}
 	if o.KindRate == 0 {
 		o.KindRate = 300
 	}
@@ -89,7 +96,7 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 	defer func() { card.Took = time.Since(card.Started) }()
 	base := orchestrate.Config{
 		Builds: []orchestrate.Build{{Name: "relay", Bin: o.RelayBin}}, Duration: o.Duration, Log: o.Log,
-		Warmup: orchestrate.DefaultWarmup, Idle: orchestrate.DefaultIdle, Seed: 1,
+		Warmup: o.Warmup, Idle: o.Idle, Seed: 1,
 		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer},
 	}
 	section := func(name string, mod func(*orchestrate.Config)) (*orchestrate.Report, error) {

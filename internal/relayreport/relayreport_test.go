@@ -78,7 +78,8 @@ func TestRunWithStandin(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out := t.TempDir()
-	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, KindRate: 50, MinRate: 50, MaxRate: 100})
+	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 100 * time.Millisecond,
+		KindRate: 50, MinRate: 50, MaxRate: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
