@@ -32,9 +32,9 @@ func TestMarkdown(t *testing.T) {
 	perfStep := step(200, orchestrate.VerdictKeptUp, 3.3)
 	perfStep.Perf = &orchestrate.PerfRecord{File: "/out/errors-perf/relay.perf.data", Event: "cpu-clock", Profile: &orchestrate.PerfProfile{
 		Samples: 12000, Unwound: 87,
-		Top:     []orchestrate.FunctionShare{{Name: "relay_event_normalization::normalize::user_agent::normalize_user_agent_info_generic", Inclusive: 24.1, Self: 0.2}},
-		Groups:  []orchestrate.GroupShare{{Name: "user-agent parsing", Share: 24.1}, {Name: "PII scrubbing", Share: 9.5}},
-		Folded:  "/out/errors-perf/relay.perf.folded", Flame: "/out/errors-perf/flame-relay.svg",
+		Top:    []orchestrate.FunctionShare{{Name: "relay_event_normalization::normalize::user_agent::normalize_user_agent_info_generic", Inclusive: 24.1, Self: 0.2}},
+		Groups: []orchestrate.GroupShare{{Name: "user-agent parsing", Share: 24.1}, {Name: "PII scrubbing", Share: 9.5}},
+		Folded: "/out/errors-perf/relay.perf.folded", Flame: "/out/errors-perf/flame-relay.svg",
 	}}
 	card := &Card{
 		Relay:    orchestrate.Build{Name: "relay", Bin: "/r/relay", Version: "relay 26.4.0"},
