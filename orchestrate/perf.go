@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/relayload/relayload/internal/profile"
 )
 
 // perfPlan is how perf will record: the event and call-graph mode that
@@ -152,4 +155,63 @@ func (r *perfRun) stop(grace time.Duration) *PerfRecord {
 		}
 	}
 	return &r.rec
+}
+
+// perfScriptTimeout bounds reading one recording back with perf script.
+const perfScriptTimeout = 3 * time.Minute
+
+// topFunctions is how many functions a profile lists.
+const topFunctions = 25
+
+// analyze reads rec back with `perf script` and fills rec.Profile: the top
+// functions, the named groups' shares, and the folded stacks and a flame
+// graph written next to the recording (FILE.folded, flame-NAME.svg).
+func (p *perfPlan) analyze(ctx context.Context, rec *PerfRecord, title string) {
+	ctx, cancel := context.WithTimeout(ctx, perfScriptTimeout)
+	defer cancel()
+	prof, err := profile.Run(ctx, p.bin, rec.File)
+	if err != nil {
+		rec.Profile = &PerfProfile{Note: fmt.Sprintf("could not read the recording back: %v", err)}
+		return
+	}
+	pp := &PerfProfile{Samples: prof.Samples}
+	if prof.Weight > 0 {
+		pp.Unwound = 100 * float64(prof.Weight-prof.UnknownWeight) / float64(prof.Weight)
+	}
+	for _, f := range prof.Top(topFunctions) {
+		pp.Top = append(pp.Top, FunctionShare{Name: f.Name, Inclusive: f.Inclusive, Self: f.Self})
+	}
+	for _, g := range prof.Groups(profile.DefaultGroups()) {
+		pp.Groups = append(pp.Groups, GroupShare{Name: g.Name, Share: g.Inclusive})
+	}
+	base := strings.TrimSuffix(rec.File, filepath.Ext(rec.File))
+	var notes []string
+	if err := writeFile(base+".folded", prof.WriteFolded); err != nil {
+		notes = append(notes, err.Error())
+	} else {
+		pp.Folded = base + ".folded"
+	}
+	flame := filepath.Join(filepath.Dir(rec.File), "flame-"+filepath.Base(base)+".svg")
+	if err := writeFile(flame, func(w io.Writer) error {
+		return prof.WriteFlameSVG(w, profile.FlameOptions{Title: title})
+	}); err != nil {
+		notes = append(notes, err.Error())
+	} else {
+		pp.Flame = flame
+	}
+	pp.Note = strings.Join(notes, "; ")
+	rec.Profile = pp
+}
+
+// writeFile creates path and writes it with fn.
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -366,7 +366,24 @@ func TestPerfRecording(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "standin") {
 		t.Errorf("perf report: %v\n%s", err, out)
 	}
-	t.Logf("perf %+v; notes %v", st.Perf, rep.Notes)
+	// orchestrate read it back itself: top functions, groups, folded
+	// stacks and a flame graph next to the recording.
+	pp := st.Perf.Profile
+	if pp == nil || pp.Note != "" || pp.Samples == 0 || len(pp.Top) == 0 || len(pp.Groups) == 0 {
+		t.Fatalf("profile %+v", pp)
+	}
+	// The stand-in is a Go program: Go functions among the top ones.
+	if !slices.ContainsFunc(pp.Top, func(f FunctionShare) bool { return strings.Contains(f.Name, "github.com/") || strings.HasPrefix(f.Name, "runtime.") }) {
+		t.Errorf("no function of the stand-in among the top ones: %+v", pp.Top)
+	}
+	folded, err := os.ReadFile(pp.Folded)
+	if err != nil || !strings.Contains(string(folded), "standin-relay") { // the root frame is the thread's name
+		t.Errorf("folded %s: %v", pp.Folded, err)
+	}
+	if svg, err := os.ReadFile(pp.Flame); err != nil || !strings.Contains(string(svg), "<svg") || filepath.Base(pp.Flame) != "flame-relay.svg" {
+		t.Errorf("flame graph %s: %v", pp.Flame, err)
+	}
+	t.Logf("perf %+v; notes %v; %d samples, %.0f%% unwound, top %v", st.Perf, rep.Notes, pp.Samples, pp.Unwound, pp.Top[:min(3, len(pp.Top))])
 }
 
 func TestPinning(t *testing.T) {

@@ -611,6 +611,10 @@ func (s *step) collect() {
 	for i := 1; i < len(smp); i++ {
 		st.Stall = max(st.Stall, smp[i].At-smp[i-1].At)
 	}
+	if st.Perf != nil && st.Perf.Exit == "ok" && s.r.perf != nil && s.parent.Err() == nil {
+		s.r.logf("  reading the perf recording back")
+		s.r.perf.analyze(s.parent, st.Perf, fmt.Sprintf("%s at %s (step %d)", s.build.Name, rateLabel(st.Rate), st.Index))
+	}
 	if s.cfg.Fault != nil {
 		st.Fault = s.faults.report(s.cfg.Fault, s.watch.forwarded(), s.res, s.res.Start.Add(s.res.Warmup), accepted)
 	}
