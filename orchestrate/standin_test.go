@@ -373,7 +373,9 @@ func TestPerfRecording(t *testing.T) {
 		t.Fatalf("profile %+v", pp)
 	}
 	// The stand-in is a Go program: Go functions among the top ones.
-	if !slices.ContainsFunc(pp.Top, func(f FunctionShare) bool { return strings.Contains(f.Name, "github.com/") || strings.HasPrefix(f.Name, "runtime.") }) {
+	if !slices.ContainsFunc(pp.Top, func(f FunctionShare) bool {
+		return strings.Contains(f.Name, "github.com/") || strings.HasPrefix(f.Name, "runtime.")
+	}) {
 		t.Errorf("no function of the stand-in among the top ones: %+v", pp.Top)
 	}
 	folded, err := os.ReadFile(pp.Folded)
