@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}()
 
 	if cfg.Perf != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.Perf), 0o755); err != nil {
+			return nil, fmt.Errorf("%w: --perf: %v", ErrConfig, err)
+		}
 		r.perf, err = preparePerf(ctx, cfg.CallGraph)
 		if err != nil {
 			return nil, err
