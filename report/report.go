@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,6 +26,9 @@ const (
 	CPUChart     = "cpu.svg"
 	LatencyChart = "latency.svg"
 	RSSChart     = "rss.svg"
+	// StepChart is the name pattern (fmt, the step's index) of the chart
+	// of one step second by second: step-03.svg.
+	StepChart = "step-%02d.svg"
 )
 
 // Write writes every output file into dir (created if missing) and returns
@@ -61,7 +65,7 @@ func Write(dir string, rep *orchestrate.Report) ([]string, error) {
 	if err != nil {
 		return paths, err
 	}
-	if err := write(MarkdownFile, func(w io.Writer) error { return Markdown(w, rep, charts) }); err != nil {
+	if err := write(MarkdownFile, func(w io.Writer) error { return markdown(w, rep, dir, charts) }); err != nil {
 		return paths, err
 	}
 	return paths, nil
@@ -74,12 +78,19 @@ func JSON(w io.Writer, rep *orchestrate.Report) error {
 	return enc.Encode(rep)
 }
 
-// csvHeader is results.csv's header: one row per step.
+// csvHeader is results.csv's header: one row per step. Columns are only
+// ever appended, so that positional readers keep working. envelopes is
+// every envelope the upstream received (Relay's own metric and outcome
+// flushes included), forwarded the data envelopes among them; catch_up_s
+// is −1 when forwarding never settled; target_rate 0 is a closed-loop
+// step of concurrency senders.
 var csvHeader = []string{
 	"step", "build", "round", "target_rate", "verdict", "reasons", "sent", "ok", "dropped", "achieved_rate", "accepted_rate",
-	"p50_ms", "p90_ms", "p99_ms", "max_ms", "lag_p99_ms", "forwarded", "gap", "items_by_type", "outcomes",
+	"p50_ms", "p90_ms", "p99_ms", "max_ms", "lag_p99_ms", "envelopes", "gap", "items_by_type", "outcomes",
 	"idle_cores", "load_cores", "net_cores", "ms_per_envelope", "peak_rss_bytes", "rusage_maxrss_bytes",
 	"ready_s", "drain_s", "shutdown_s", "shutdown_killed", "loadavg_before", "loadavg_after", "error",
+	"forwarded", "forwarded_rate", "backlog_end", "backlog_growth_per_s", "catch_up_s", "rss_slope_mib_per_s",
+	"cost_span_s", "cost_cpu_s", "cost_envelopes", "stopped_early", "concurrency",
 }
 
 // CSV writes one row per step.
@@ -101,6 +112,9 @@ func CSV(w io.Writer, rep *orchestrate.Report) error {
 			strconv.FormatUint(st.Memory.PeakRSS, 10), strconv.FormatUint(st.Memory.RusageMaxRSS, 10),
 			g(st.ReadyAfter.Seconds(), 3), g(st.Drain.Took.Seconds(), 3), g(st.Shutdown.Took.Seconds(), 3),
 			strconv.FormatBool(st.Shutdown.Killed), g(st.LoadAvg[0], 2), g(st.LoadAvg[1], 2), st.Error,
+			i(st.Upstream.Forwarded), g(st.Steady.ForwardedRate, 2), i(st.Steady.BacklogEnd), g(st.Steady.BacklogGrowth, 2),
+			catchUpSecs(st.Steady.CatchUp), g(st.Steady.RSSSlope, 3),
+			g(st.CPU.CostSpan.Seconds(), 3), g(st.CPU.CostCPUSecs, 4), i(st.CPU.CostEnvelopes), st.StoppedEarly, strconv.Itoa(st.Concurrency),
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -108,6 +122,15 @@ func CSV(w io.Writer, rep *orchestrate.Report) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// catchUpSecs is a catch-up time in seconds for results.csv, "-1" when
+// forwarding never settled.
+func catchUpSecs(d time.Duration) string {
+	if d < 0 {
+		return "-1"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
 }
 
 // kv renders a count map as "a=1 b=2", sorted by key.
@@ -239,11 +262,52 @@ func ms(v float64) string {
 	return num(v)
 }
 
+// mb formats bytes in MiB, or GiB from 1 GiB on.
 func mb(b float64) string {
-	if b == 0 {
+	switch {
+	case b == 0:
 		return "–"
+	case b >= 1<<30:
+		return strconv.FormatFloat(b/(1<<30), 'f', 1, 64) + " GiB"
 	}
-	return strconv.FormatFloat(b/(1<<20), 'f', 1, 64) + " MB"
+	return strconv.FormatFloat(b/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// mibPerSec formats a memory slope, e.g. "+260 MiB/s", "−0.4 MiB/s".
+func mibPerSec(v float64) string {
+	prec := 1
+	if math.Abs(v) >= 10 {
+		prec = 0
+	}
+	s := strconv.FormatFloat(math.Abs(v), 'f', prec, 64)
+	switch {
+	case strings.Trim(s, "0.") == "":
+		return s + " MiB/s"
+	case v < 0:
+		return "−" + s + " MiB/s"
+	}
+	return "+" + s + " MiB/s"
+}
+
+// rateCell is a target rate in a table: "max" for a closed-loop step.
+func rateCell(r float64) string {
+	if r == orchestrate.RateMax {
+		return "max"
+	}
+	return num(r)
+}
+
+// catchUp formats the time from blast's end until the last envelope was
+// forwarded; when forwarding never settled (d < 0) it says how long the
+// drain waited ("> 20 s"), or "not settled" if that is unknown.
+func catchUp(d, drained time.Duration) string {
+	switch {
+	case d >= 0:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	case drained > 0:
+		return "> " + strconv.FormatFloat(drained.Seconds(), 'f', 0, 64) + " s"
+	}
+	return "not settled"
 }
 
 func cores(c float64) string { return strconv.FormatFloat(c, 'f', 3, 64) }

@@ -3,15 +3,19 @@ package report
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/relayload/relayload/orchestrate"
 )
 
-// Headline is the report's one-sentence answer, e.g. "Relay kept up with
-// about 900 envelopes per second" or "The harness on its own moves 15,900
-// envelopes per second".
+// Headline is the report's answer, one line per build, e.g. "Relay kept
+// up with about 900 envelopes per second" or "The harness on its own moves
+// 15,900 envelopes per second", followed by where forwarding hit its
+// ceiling ("At 1,400/s it forwarded only 770/s: …") and what a step sent
+// as fast as possible did ("Sent as fast as possible (64 senders): …").
 func Headline(rep *orchestrate.Report) string {
 	var lines []string
 	for _, b := range rep.Setup.Builds {
@@ -29,66 +33,230 @@ func Headline(rep *orchestrate.Report) string {
 			}
 		}
 		verdicts := map[string]int{}
+		var steps, maxSteps int
 		for _, st := range rep.Steps {
 			if st.Build == b.Name {
 				verdicts[st.Verdict]++
+				steps++
+				if st.Rate == orchestrate.RateMax {
+					maxSteps++
+				}
 			}
 		}
 		name := b.Name
 		if rep.Harness {
 			name = "The harness on its own"
 		}
+		var line string
 		switch {
 		case rate == 0 && len(rep.Steps) == 0:
-			lines = append(lines, name+": nothing was measured.")
+			line = name + ": nothing was measured."
 		case fm != nil && fm.KeptUp == 0 && fm.FellBehind == 0:
-			lines = append(lines, fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped))
+			line = fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped)
+		case rate == 0 && steps > 0 && maxSteps == steps:
+			// Only sent as fast as possible: maxSentence says it all.
 		case rate == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0 && verdicts[orchestrate.VerdictKeptUp] == 0 && verdicts[orchestrate.VerdictFellBehind] == 0:
-			lines = append(lines, fmt.Sprintf("%s could not be judged: in every step blast missed its schedule, so the load was not what was asked (1-minute load average %s; see the reasons below).",
-				name, loadRange(rep)))
+			line = fmt.Sprintf("%s could not be judged: in every step blast missed its schedule, so the load was not what was asked (1-minute load average %s; see the reasons below).",
+				name, loadRange(rep))
 		case rate == 0 && verdicts[orchestrate.VerdictKeptUp] > 0:
-			lines = append(lines, fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
-				verdicts[orchestrate.VerdictKeptUp], stepsOf(rep, b.Name)))
+			line = fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
+				verdicts[orchestrate.VerdictKeptUp], steps)
 		case rate == 0:
-			low := slices.Min(rep.Setup.Rates)
-			lines = append(lines, fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, num(low)))
+			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, num(lowestRate(rep)))
 		case rep.Harness:
-			lines = append(lines, fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", num(best)))
+			line = fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", num(best))
 		case fm != nil && fm.Stopped != "":
-			lines = append(lines, fmt.Sprintf("%s kept up with at least %s envelopes per second; the search stopped there: %s.", name, num(rate), fm.Stopped))
+			line = fmt.Sprintf("%s kept up with at least %s envelopes per second; the search stopped there: %s.", name, num(rate), fm.Stopped)
 		case fm != nil && fm.FellBehind > 0:
-			lines = append(lines, fmt.Sprintf("%s kept up with about %s envelopes per second (it fell behind at %s/s).", name, num(rate), num(fm.FellBehind)))
+			line = fmt.Sprintf("%s kept up with about %s envelopes per second (it fell behind at %s/s).", name, num(rate), num(fm.FellBehind))
 		case fm != nil:
-			lines = append(lines, fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search.", name, num(rate)))
+			line = fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search.", name, num(rate))
 		default:
-			line := fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with", name, num(rate))
+			line = fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with", name, num(rate))
 			for _, p := range rep.Summary {
 				if p.Build == b.Name && p.Rate > rate && p.Verdict == orchestrate.VerdictHarnessLimited {
 					line += "; higher rates were harness-limited, not judged"
 					break
 				}
 			}
-			lines = append(lines, line+").")
+			line += ")."
 		}
+		for _, s := range []string{ceilingSentence(rep, b.Name), maxSentence(rep, b.Name)} {
+			if s != "" && line != "" {
+				line += " "
+			}
+			line += s
+		}
+		if line == "" {
+			line = name + ": the step sent as fast as possible failed (see Failed steps)."
+		}
+		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
 }
 
-// Text writes the tables printed on stdout at the end of a run.
-func Text(w io.Writer, rep *orchestrate.Report) { body(w, rep, false, nil) }
+// lowestRate is the lowest target rate tried, leaving out RateMax.
+func lowestRate(rep *orchestrate.Report) float64 {
+	low := 0.0
+	for _, r := range rep.Setup.Rates {
+		if r != orchestrate.RateMax && (low == 0 || r < low) {
+			low = r
+		}
+	}
+	return low
+}
 
-// Markdown writes report.md; charts are the chart files to link.
+// backlogGrew is whether a step's backlog grew over the second half of its
+// window by more than the allowance: forwarding fell behind accepting.
+func backlogGrew(sd orchestrate.Steady) bool {
+	return sd.Seconds >= 2 && sd.BacklogGrowth > 0 && sd.BacklogGrowth*sd.GrowthSpan > sd.Allowance
+}
+
+// ceilingSentence is the headline's sentence on the highest target rate
+// at which the build fell behind with a growing backlog: what it forwarded
+// there (median over those rounds) is its throughput ceiling. "" when no
+// step did.
+func ceilingSentence(rep *orchestrate.Report, build string) string {
+	top := -1.0
+	var fwd, growth []float64
+	for _, st := range rep.Steps {
+		if st.Build != build || st.Rate == orchestrate.RateMax || st.Failed ||
+			st.Verdict != orchestrate.VerdictFellBehind || !backlogGrew(st.Steady) || st.Rate < top {
+			continue
+		}
+		if st.Rate > top {
+			top, fwd, growth = st.Rate, nil, nil
+		}
+		fwd = append(fwd, st.Steady.ForwardedRate)
+		growth = append(growth, st.Steady.BacklogGrowth)
+	}
+	if top < 0 {
+		return ""
+	}
+	verb, owner := "it forwarded", "Relay's"
+	switch {
+	case rep.Harness:
+		verb, owner = "the fake upstream received", "the harness's"
+	case len(rep.Setup.Builds) > 1:
+		owner = "its"
+	}
+	return fmt.Sprintf("At %s/s %s only %s/s: %s ceiling here; the backlog grew %s/s.",
+		num(top), verb, num(orchestrate.Median(fwd)), owner, num(orchestrate.Median(growth)))
+}
+
+// maxSentence is the headline's sentence on the build's closed-loop step
+// (sent as fast as possible): accepted, forwarded, RSS growth and peak, and
+// why blast was stopped early. "" without such a step.
+func maxSentence(rep *orchestrate.Report, build string) string {
+	var p *orchestrate.Point
+	for _, pt := range rep.Summary {
+		if pt.Build == build && pt.Rate == orchestrate.RateMax && pt.Verdict != orchestrate.VerdictFailed {
+			p = pt
+		}
+	}
+	if p == nil {
+		return ""
+	}
+	senders, stopped := 0, ""
+	for _, st := range rep.Steps {
+		if st.Build == build && st.Rate == orchestrate.RateMax && !st.Failed {
+			senders = max(senders, st.Concurrency)
+			if stopped == "" {
+				stopped = st.StoppedEarly
+			}
+		}
+	}
+	s := "Sent as fast as possible"
+	if senders > 0 {
+		s += fmt.Sprintf(" (%d senders)", senders)
+	}
+	verb := "forwarded"
+	if rep.Harness {
+		verb = "the fake upstream received"
+	}
+	s += fmt.Sprintf(": accepted %s/s, %s %s/s", num(p.AcceptedRate), verb, num(p.ForwardedRate))
+	if p.PeakRSS > 0 {
+		s += fmt.Sprintf(", RSS %s to %s", mibPerSec(p.RSSSlope), mb(p.PeakRSS))
+	}
+	if stopped != "" {
+		s += " (stopped: " + stopped + ")"
+	}
+	return s + "."
+}
+
+// maxTarget is a target rate in the per-rate table: "max (64 senders)"
+// for the build's closed-loop step.
+func maxTarget(rep *orchestrate.Report, p *orchestrate.Point) string {
+	if p.Rate != orchestrate.RateMax {
+		return num(p.Rate)
+	}
+	for _, st := range pointSteps(rep, p) {
+		if st.Concurrency > 0 {
+			return fmt.Sprintf("max (%d senders)", st.Concurrency)
+		}
+	}
+	return "max"
+}
+
+// pointSteps are the steps a summary point was made of (failed ones left out).
+func pointSteps(rep *orchestrate.Report, p *orchestrate.Point) []*orchestrate.Step {
+	var out []*orchestrate.Step
+	for _, st := range rep.Steps {
+		if st.Build == p.Build && st.Rate == p.Rate && !st.Failed && st.Verdict != orchestrate.VerdictInterrupted {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// pointCatchUp is the catch-up cell of a summary point: the median over
+// the rounds when every round settled, else how long the drain waited
+// ("> 20 s"), with how many rounds never settled when some did.
+func pointCatchUp(rep *orchestrate.Report, p *orchestrate.Point) string {
+	steps := pointSteps(rep, p)
+	var unsettled int
+	var drained time.Duration
+	for _, st := range steps {
+		if st.Steady.CatchUp < 0 {
+			unsettled++
+			drained = max(drained, st.Drain.Took)
+		}
+	}
+	switch {
+	case unsettled == 0 && p.CatchUp >= 0:
+		return catchUp(p.CatchUp, 0)
+	case unsettled > 0 && unsettled < len(steps):
+		return fmt.Sprintf("%s in %d of %d", catchUp(-1, drained), unsettled, len(steps))
+	}
+	return catchUp(-1, drained)
+}
+
+// Text writes the tables printed on stdout at the end of a run.
+func Text(w io.Writer, rep *orchestrate.Report) { body(w, rep, false, "", nil) }
+
+// Markdown writes report.md; charts are the chart files to link, in the
+// directory report.md is written to.
 func Markdown(w io.Writer, rep *orchestrate.Report, charts []string) error {
+	dir := ""
+	if len(charts) > 0 {
+		dir = filepath.Dir(charts[0])
+	}
+	return markdown(w, rep, dir, charts)
+}
+
+// markdown writes report.md into dir: files in dir (charts, flame graphs)
+// are linked relative to it.
+func markdown(w io.Writer, rep *orchestrate.Report, dir string, charts []string) error {
 	title := "Relay load test"
 	if rep.Harness {
 		title = "Harness load test (no Relay)"
 	}
 	fmt.Fprintf(w, "# %s\n\n", title)
-	body(w, rep, true, charts)
+	body(w, rep, true, dir, charts)
 	return nil
 }
 
-func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
+func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []string) {
 	h := func(s string) {
 		if md {
 			fmt.Fprintf(w, "\n## %s\n\n", s)
@@ -110,9 +278,10 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 	if multi {
 		cols = append(cols, "build")
 	}
-	cols = append(cols, ">target/s", ">sent/s", ">accepted/s", ">p50 ms", ">p90 ms", ">p99 ms", ">max ms",
-		">"+proc+" cores", ">CPU per envelope", ">peak RSS", "verdict")
+	cols = append(cols, ">target/s", ">sent/s", ">accepted/s", ">forwarded/s", ">backlog", ">catch-up", ">p50 ms", ">p99 ms", ">max ms",
+		">"+proc+" cores", ">CPU per envelope", ">peak RSS", ">RSS slope", "verdict")
 	t := newTable(cols...)
+	var senders bool
 	for _, p := range rep.Summary {
 		var row []string
 		if multi {
@@ -123,15 +292,33 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 			c += fmt.Sprintf(" ±%.0f%%", p.CoresSpread/2)
 			e += fmt.Sprintf(" ±%.0f%%", p.MsPerEnvSpread/2)
 		}
+		fwd, backlog, cu, slope := num(p.ForwardedRate), num(p.BacklogEnd), pointCatchUp(rep, p), mibPerSec(p.RSSSlope)
 		if p.Verdict == orchestrate.VerdictFailed {
-			c, e = "–", "–"
+			c, e, fwd, backlog, cu, slope = "–", "–", "–", "–", "–", "–"
 		}
-		row = append(row, num(p.Rate), num(p.AchievedRate), num(p.AcceptedRate), ms(p.Latency.P50), ms(p.Latency.P90),
-			ms(p.Latency.P99), ms(p.Latency.Max), c, e, mb(p.PeakRSS), p.Verdict)
+		target := maxTarget(rep, p)
+		senders = senders || p.Rate == orchestrate.RateMax
+		row = append(row, target, num(p.AchievedRate), num(p.AcceptedRate), fwd, backlog, cu, ms(p.Latency.P50),
+			ms(p.Latency.P99), ms(p.Latency.Max), c, e, mb(p.PeakRSS), slope, p.Verdict)
 		t.add(row...)
 	}
 	t.write(w)
-	fmt.Fprintf(w, "\n%s cores: CPU time (user+system, all threads) over the measured window divided by its length, idle subtracted.", proc)
+	subject, whose := "Relay", "Relay's"
+	if rep.Harness {
+		subject, whose = "the harness", "the harness's"
+	}
+	fmt.Fprintln(w)
+	if senders {
+		fmt.Fprint(w, "max: sent as fast as possible by that many senders, each waiting for the answer before sending again. ")
+	}
+	fmt.Fprintf(w, "forwarded/s: data envelopes that reached the fake upstream per second over the measured window; when the backlog grows, that is %s throughput ceiling. "+
+		"backlog: envelopes accepted but not forwarded yet at the end of the window. "+
+		"catch-up: from blast's end until the last envelope was forwarded, the time %s needed to work off its backlog (\"> 20 s\": still forwarding when the drain gave up). ",
+		whose, subject)
+	fmt.Fprintf(w, "%s cores: CPU time (user+system, all threads) over the measured window divided by its length, idle subtracted. "+
+		"CPU per envelope: %s CPU time from blast's start until forwarding settled, idle subtracted, divided by the envelopes forwarded in that time; "+
+		"counted per forwarded envelope, it is not diluted above capacity, where %s accepts more than it processes. "+
+		"RSS slope: how fast %s resident memory grew over the window.", proc, whose, subject, whose)
 	if rounds {
 		fmt.Fprint(w, " ±: half the spread (max−min) between rounds, in % of the median.")
 	}
@@ -176,7 +363,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 	if rounds {
 		cols = append(cols, ">round")
 	}
-	cols = append(cols, ">target/s", ">forwarded", ">gap", "items by type", ">idle cores", ">ready", ">shutdown", ">load 1m", "verdict")
+	cols = append(cols, ">target/s", ">forwarded", ">gap", ">catch-up", "items by type", ">idle cores", ">ready", ">shutdown", ">load 1m", "verdict")
 	t = newTable(cols...)
 	for _, st := range rep.Steps {
 		row := []string{fmt.Sprint(st.Index)}
@@ -197,29 +384,37 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 		if st.ReadyAfter > 0 {
 			ready = secs(st.ReadyAfter)
 		}
+		cu := catchUp(st.Steady.CatchUp, st.Drain.Took)
 		v := st.Verdict
 		if len(st.Reasons) > 0 {
 			v += ": " + strings.Join(st.Reasons, "; ")
 		}
 		if st.Failed {
-			v = "failed: " + st.Error
+			v, cu = "failed: "+st.Error, "–"
 		}
-		row = append(row, num(st.Rate), num(float64(st.Upstream.Envelopes)), num(float64(st.Upstream.Gap)), kv(st.Upstream.ItemsByType),
+		row = append(row, rateCell(st.Rate), num(float64(st.Upstream.Forwarded)), num(float64(st.Upstream.Gap)), cu, kv(st.Upstream.ItemsByType),
 			cores(st.CPU.IdleCores), ready, shut, fmt.Sprintf("%.2f→%.2f", st.LoadAvg[0], st.LoadAvg[1]), v)
 		t.add(row...)
 	}
 	t.write(w)
-	fmt.Fprintln(w, "\nforwarded: envelopes the fake upstream received from the start of blast (its warm-up included) until the drain ended; gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest).")
+	what := "data envelopes (the SDK traffic Relay passed on, not its own metric and outcome envelopes; results.csv has both)"
+	if rep.Harness {
+		what = "data envelopes"
+	}
+	fmt.Fprintf(w, "\nforwarded: %s the fake upstream received from the start of blast (its warm-up included) until the drain ended; "+
+		"gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest); "+
+		"catch-up: from blast's end until the last data envelope arrived.\n", what)
 
 	if hasOutcomes(rep) {
 		h("Outcomes " + proc + " reported")
-		t := newTable(">#", "outcome", "category", "reason", ">quantity")
+		t := newTable(">#", ">target/s", "outcome", "category", "reason", ">quantity")
 		for _, st := range rep.Steps {
 			for _, o := range st.Upstream.Outcomes {
-				t.add(fmt.Sprint(st.Index), o.Outcome, o.Category, o.Reason, num(float64(o.Quantity)))
+				t.add(fmt.Sprint(st.Index), rateCell(st.Rate), o.Outcome, o.Category, o.Reason, num(float64(o.Quantity)))
 			}
 		}
 		t.write(w)
+		fmt.Fprintln(w, "\nOutcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped, by data category and reason; with --quota they show the quota at work.")
 	}
 
 	if hasStatsD(rep) {
@@ -228,10 +423,10 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 		for _, st := range rep.Steps {
 			for _, name := range sortedNames(st.StatsD) {
 				q := st.StatsD[name]
-				t.add(fmt.Sprint(st.Index), num(st.Rate), name, ms(q.P50), ms(q.P99), ms(q.Max), "")
+				t.add(fmt.Sprint(st.Index), rateCell(st.Rate), name, ms(q.P50), ms(q.P99), ms(q.Max), "")
 			}
 			for _, name := range sortedNames(st.StatsDCounters) {
-				t.add(fmt.Sprint(st.Index), num(st.Rate), name, "", "", "", num(st.StatsDCounters[name]))
+				t.add(fmt.Sprint(st.Index), rateCell(st.Rate), name, "", "", "", num(st.StatsDCounters[name]))
 			}
 		}
 		t.write(w)
@@ -239,7 +434,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 
 	for _, st := range rep.Steps {
 		if st.Fault != nil {
-			h(fmt.Sprintf("Fault in step %d (%s/s)", st.Index, num(st.Rate)))
+			h(fmt.Sprintf("Fault in step %d (%s)", st.Index, rateLabel(st)))
 			fmt.Fprintln(w, st.Fault.Summary+".")
 		}
 	}
@@ -253,7 +448,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 	if len(failed) > 0 {
 		h("Failed steps")
 		for _, st := range failed {
-			fmt.Fprintf(w, "Step %d (%s, %s/s): %s\n", st.Index, st.Build, num(st.Rate), st.Error)
+			fmt.Fprintf(w, "Step %d (%s, %s): %s\n", st.Index, st.Build, rateLabel(st), st.Error)
 			if st.LogTail != "" {
 				if md {
 					fmt.Fprintf(w, "\n```\n%s\n```\n\n", st.LogTail)
@@ -265,9 +460,13 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 	}
 
 	var perfs []*orchestrate.PerfRecord
+	var plain *orchestrate.PerfRecord // the first recording without a profile
 	for _, st := range rep.Steps {
 		if st.Perf != nil {
 			perfs = append(perfs, st.Perf)
+			if st.Perf.Profile == nil && plain == nil {
+				plain = st.Perf
+			}
 		}
 	}
 	if len(perfs) > 0 {
@@ -279,7 +478,13 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 			}
 			fmt.Fprintln(w, "- "+line)
 		}
-		fmt.Fprintln(w, "\nTo fold one into a flame graph: "+strings.ReplaceAll(orchestrate.FoldHint, "FILE", perfs[0].File))
+		if plain != nil {
+			fmt.Fprintln(w, "\nTo fold one into a flame graph: "+strings.ReplaceAll(orchestrate.FoldHint, "FILE", plain.File))
+		}
+	}
+	if hasProfile(rep) {
+		h("Where the time goes")
+		profiles(w, rep, md, dir)
 	}
 
 	var notes []string
@@ -298,10 +503,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, charts []string) {
 
 	if md && len(charts) > 0 {
 		h("Charts")
-		for _, c := range charts {
-			name := c[strings.LastIndex(c, "/")+1:]
-			fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(name, ".svg"), name)
-		}
+		chartLinks(w, rep, charts)
 	}
 
 	h("Setup")
@@ -387,12 +589,77 @@ func loadRange(rep *orchestrate.Report) string {
 	return fmt.Sprintf("%.1f–%.1f on %d CPUs", lo, hi, rep.Host.CPUs)
 }
 
-func stepsOf(rep *orchestrate.Report, build string) int {
-	n := 0
+// rateLabel is a step's rate in sentences: "500/s", "max (64 senders)".
+func rateLabel(st *orchestrate.Step) string {
+	if st.Rate != orchestrate.RateMax {
+		return num(st.Rate) + "/s"
+	}
+	if st.Concurrency > 0 {
+		return fmt.Sprintf("max (%d senders)", st.Concurrency)
+	}
+	return "max"
+}
+
+// inDir is path relative to dir, with slashes, if path is inside dir.
+func inDir(dir, path string) (string, bool) {
+	if dir == "" || path == "" {
+		return "", false
+	}
+	ad, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	ap, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(ad, ap)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// chartLinks writes report.md's Charts section: the sweep's charts, then
+// one chart per step under its caption.
+func chartLinks(w io.Writer, rep *orchestrate.Report, charts []string) {
+	byName := map[string]*orchestrate.Step{}
+	withSeconds := 0
 	for _, st := range rep.Steps {
-		if st.Build == build {
-			n++
+		byName[stepChartName(st)] = st
+		if len(st.Seconds) > 0 {
+			withSeconds++
 		}
 	}
-	return n
+	var steps []string
+	for _, c := range charts {
+		name := filepath.Base(c)
+		if byName[name] != nil {
+			steps = append(steps, name)
+			continue
+		}
+		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(name, ".svg"), name)
+	}
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprint(w, "### Each step second by second\n\n")
+	if rep.Harness {
+		fmt.Fprint(w, "From blast's start to the end of the drain: envelopes per second blast sent, had accepted and the fake upstream received; the backlog (accepted − received); the harness's RSS. ")
+	} else {
+		fmt.Fprint(w, "From blast's start to the end of the drain: envelopes per second blast sent, Relay accepted and forwarded; the backlog (accepted − forwarded); Relay's RSS. ")
+	}
+	fmt.Fprint(w, "The shaded band is the measured window, the dashed line blast's end.")
+	if len(steps) < withSeconds {
+		fmt.Fprintf(w, " %d of the %d steps are shown: the first round only, at most %d.", len(steps), withSeconds, maxStepCharts)
+	}
+	fmt.Fprint(w, "\n\n")
+	for _, name := range steps {
+		st := byName[name]
+		caption := fmt.Sprintf("Step %d: %s, %s", st.Index, st.Build, rateLabel(st))
+		if rep.Setup.Rounds > 1 {
+			caption += fmt.Sprintf(", round %d", st.Round)
+		}
+		fmt.Fprintf(w, "%s (%s)\n\n![step %d](%s)\n\n", caption, st.Verdict, st.Index, name)
+	}
 }
