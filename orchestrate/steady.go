@@ -128,9 +128,9 @@ func steadyState(pts []SecondPoint, from, to int, loss float64, smp []relayproc.
 	return s
 }
 
-// keptPace reports whether the backlog grew by no more than the allowance
+// KeptPace reports whether the backlog grew by no more than the allowance
 // over the second half. Windows of under two whole seconds cannot tell.
-func (s Steady) keptPace() bool {
+func (s Steady) KeptPace() bool {
 	return s.Seconds < 2 || s.BacklogGrowth*s.GrowthSpan <= s.Allowance
 }
 

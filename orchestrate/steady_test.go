@@ -97,8 +97,8 @@ func TestSteadyState(t *testing.T) {
 		ws, tl, smp := relayModel(tc.rate, tc.capacity, 20, 0, tc.loss)
 		pts := secondsSeries(20, ws, tl.Start, tl, smp, 0)
 		sd := steadyState(pts, 2, 20, tc.loss, smp, 0)
-		if sd.keptPace() != tc.kept || math.Abs(sd.ForwardedRate-tc.fwdRate) > 1 || math.Abs(sd.BacklogGrowth-tc.growth) > 1 {
-			t.Errorf("%s: kept %v forwarded %.1f/s growth %.1f/s (%+v), want %v %.0f %.0f", tc.name, sd.keptPace(), sd.ForwardedRate, sd.BacklogGrowth, sd, tc.kept, tc.fwdRate, tc.growth)
+		if sd.KeptPace() != tc.kept || math.Abs(sd.ForwardedRate-tc.fwdRate) > 1 || math.Abs(sd.BacklogGrowth-tc.growth) > 1 {
+			t.Errorf("%s: kept %v forwarded %.1f/s growth %.1f/s (%+v), want %v %.0f %.0f", tc.name, sd.KeptPace(), sd.ForwardedRate, sd.BacklogGrowth, sd, tc.kept, tc.fwdRate, tc.growth)
 		}
 		if sd.Seconds != 18 || sd.AcceptedRate != float64(tc.rate) || sd.Allowance != float64(tc.rate) || sd.GrowthSpan != 8 {
 			t.Errorf("%s: %+v", tc.name, sd)
@@ -126,12 +126,12 @@ func TestSteadyState(t *testing.T) {
 			}
 		}
 		// 9 s of growth measured (second-half points 10..19).
-		if sd := steadyState(pts, 0, 20, 0, nil, 0); sd.keptPace() != tc.kept {
-			t.Errorf("growing %.0f/s: kept %v (%+v)", tc.grow, sd.keptPace(), sd)
+		if sd := steadyState(pts, 0, 20, 0, nil, 0); sd.KeptPace() != tc.kept {
+			t.Errorf("growing %.0f/s: kept %v (%+v)", tc.grow, sd.KeptPace(), sd)
 		}
 	}
 	// Too short to tell: kept pace by default, and the window is reported.
-	if sd := steadyState(make([]SecondPoint, 5), 2, 3, 0, nil, 0); !sd.keptPace() || sd.Seconds != 1 {
+	if sd := steadyState(make([]SecondPoint, 5), 2, 3, 0, nil, 0); !sd.KeptPace() || sd.Seconds != 1 {
 		t.Errorf("one second: %+v", sd)
 	}
 	if sd := steadyState(nil, 0, 10, 0, nil, 0); sd.Seconds != 0 || sd.CatchUp != -1 {

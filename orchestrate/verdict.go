@@ -114,7 +114,7 @@ func judge(st *Step, cfg Config, harness bool) {
 // accepting, or "" when it did.
 func paceReason(st *Step, cfg Config) string {
 	sd := st.Steady
-	grew := !sd.keptPace()
+	grew := !sd.KeptPace()
 	var after string
 	switch {
 	case !st.Drain.Settled:

@@ -108,9 +108,7 @@ func lowestRate(rep *orchestrate.Report) float64 {
 
 // backlogGrew is whether a step's backlog grew over the second half of its
 // window by more than the allowance: forwarding fell behind accepting.
-func backlogGrew(sd orchestrate.Steady) bool {
-	return sd.Seconds >= 2 && sd.BacklogGrowth > 0 && sd.BacklogGrowth*sd.GrowthSpan > sd.Allowance
-}
+func backlogGrew(sd orchestrate.Steady) bool { return !sd.KeptPace() }
 
 // ceilingSentence is the headline's sentence on the highest target rate
 // at which the build fell behind with a growing backlog: what it forwarded
