@@ -142,9 +142,11 @@ func TestJudge(t *testing.T) {
 		reason  string
 	}{
 		{"backlog grows", behind, false, VerdictFellBehind,
-			"forwarded 770/s of 1,400/s accepted; backlog +630/s over the second half of the window, 18,900 at its end (allowed: 1,400, one batching interval); RSS +24.0 MiB/s; drained 16.0 s after blast (more than 3s)"},
+			"forwarded 770/s of 1,400/s accepted; backlog +630/s (±0) over the second half of the window, 18,900 at its end; RSS +24.0 MiB/s; drained 16.0 s after blast (more than 3s)"},
 		{"slow catch-up", func(s *Step) { s.Steady.CatchUp = 5 * time.Second }, false, VerdictFellBehind, "forwarded 1,000/s of 1,000/s accepted; drained 5.0 s after blast (more than 3s)"},
-		{"backlog within one interval", func(s *Step) { s.Steady.BacklogGrowth = 70 }, false, VerdictKeptUp, ""},
+		{"backlog within one interval, noisy", func(s *Step) { s.Steady.BacklogGrowth, s.Steady.GrowthError = 70, 25 }, false, VerdictKeptUp, ""},
+		{"backlog within one interval, below 3%", func(s *Step) { s.Steady.BacklogGrowth, s.Steady.GrowthError = 25, 1 }, false, VerdictKeptUp, ""},
+		{"backlog growing steadily", func(s *Step) { s.Steady.BacklogGrowth, s.Steady.GrowthError = 70, 5 }, false, VerdictFellBehind, "backlog +70/s (±5)"},
 		{"unsettled with a backlog", func(s *Step) { behind(s); s.Drain = Drain{Took: 20 * time.Second}; s.Upstream.Gap = 12000 },
 			false, VerdictFellBehind, "still forwarding 20s after blast ended, 12,000 accepted envelopes not forwarded yet"},
 		{"stopped early", func(s *Step) { s.StoppedEarly = "Relay's RSS passed 4.0 GiB" }, false, VerdictFellBehind, "RSS passed 4.0 GiB"},

@@ -239,6 +239,8 @@ type Steady struct {
 	// window (envelopes per second, least squares), after taking out the
 	// share of accepted envelopes that Relay never forwarded (Loss).
 	BacklogGrowth float64 `json:"backlog_growth_per_s"`
+	// GrowthError is the standard error of that slope.
+	GrowthError float64 `json:"backlog_growth_error_per_s"`
 	// GrowthSpan is the seconds between the first and last point of that
 	// fit; BacklogGrowth × GrowthSpan is how much the backlog grew.
 	GrowthSpan float64 `json:"growth_span_s"`

@@ -130,8 +130,8 @@ func paceReason(st *Step, cfg Config) string {
 	}
 	parts := []string{fmt.Sprintf("forwarded %s/s of %s/s accepted", num0(sd.ForwardedRate), num0(sd.AcceptedRate))}
 	if grew {
-		b := fmt.Sprintf("backlog %+.0f/s over the second half of the window, %s at its end (allowed: %s, one batching interval)",
-			sd.BacklogGrowth, num0(float64(sd.BacklogEnd)), num0(sd.Allowance))
+		b := fmt.Sprintf("backlog %+.0f/s (±%.0f) over the second half of the window, %s at its end",
+			sd.BacklogGrowth, sd.GrowthError, num0(float64(sd.BacklogEnd)))
 		if sd.Loss > 0.001 {
 			b += fmt.Sprintf(", leaving out the %.1f%% never forwarded", 100*sd.Loss)
 		}
