@@ -2,6 +2,7 @@ package orchestrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -239,6 +240,26 @@ func TestMaxRateStep(t *testing.T) {
 	for _, p := range st.Seconds[1:] {
 		if p.Sent > 0 {
 			t.Errorf("blast still sent in second %d after the bound was passed: %+v", p.T, p)
+		}
+	}
+}
+
+// TestStartUpstreamConfig: --quota and --inbound-filters reach the step's
+// fake upstream, so every project config Relay fetches carries them.
+func TestStartUpstreamConfig(t *testing.T) {
+	q := json.RawMessage(`{"id":"q0","categories":["transaction"],"limit":0,"scope":"project","reasonCode":"relayload_quota"}`)
+	cfg := quick(100)
+	cfg.Quotas, cfg.InboundFilters = []json.RawMessage{q}, true
+	r := testRunner(t, cfg)
+	s := newStep(t.Context(), r, &Step{Index: 1}, Build{Name: "harness"})
+	defer s.close()
+	if err := s.startUpstream(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.projects {
+		pc := s.up.ProjectState(i).Config
+		if len(pc.Quotas) != 1 || string(pc.Quotas[0]) != string(q) || pc.FilterSettings["webCrawlers"] == nil {
+			t.Fatalf("project %d: quotas %s, filters %v", i, pc.Quotas, pc.FilterSettings)
 		}
 	}
 }
