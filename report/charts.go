@@ -251,9 +251,9 @@ func rssChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 		l.Color = plotutil.Color(i)
 		l.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
 		p.Add(l)
-		label := fmt.Sprintf("#%d %s/s", st.Index, num(st.Rate))
+		label := fmt.Sprintf("#%d %s/s", st.Index, Num(st.Rate))
 		if len(rep.Setup.Builds) > 1 {
-			label = fmt.Sprintf("#%d %s %s/s", st.Index, st.Build, num(st.Rate))
+			label = fmt.Sprintf("#%d %s %s/s", st.Index, st.Build, Num(st.Rate))
 		}
 		p.Legend.Add(label, l)
 	}

@@ -44,7 +44,7 @@ func profiles(w io.Writer, rep *orchestrate.Report, md bool, dir string) {
 			fmt.Fprint(w, head+": ")
 		}
 		if pp.Samples > 0 {
-			fmt.Fprintf(w, "%s samples, %.0f%% of them with a usable stack", num(float64(pp.Samples)), pp.Unwound)
+			fmt.Fprintf(w, "%s samples, %.0f%% of them with a usable stack", Num(float64(pp.Samples)), pp.Unwound)
 			if pp.Unwound < 99.5 {
 				fmt.Fprint(w, " (the rest count for no function)")
 			}
@@ -57,15 +57,15 @@ func profiles(w io.Writer, rep *orchestrate.Report, md bool, dir string) {
 		}
 		fmt.Fprint(w, "\n\n")
 		if len(pp.Top) > 0 {
-			t := newTable("function", ">inclusive", ">self")
+			t := NewTable("function", ">inclusive", ">self")
 			for _, f := range pp.Top[:min(len(pp.Top), maxTopRows)] {
 				name := shortName(f.Name)
 				if md {
 					name = "`" + strings.ReplaceAll(name, "|", `\|`) + "`"
 				}
-				t.add(name, share(f.Inclusive), share(f.Self))
+				t.Add(name, share(f.Inclusive), share(f.Self))
 			}
-			t.write(w)
+			t.Write(w)
 			fmt.Fprintln(w)
 		}
 		groups := slices.Clone(pp.Groups)

@@ -164,16 +164,18 @@ func outcomes(st *orchestrate.Step) string {
 	return strings.Join(parts, " ")
 }
 
-// table is a Markdown table that also reads well as plain text: columns are
-// padded to equal width.
-type table struct {
+// Table is a Markdown table that also reads well as plain text: columns
+// are padded to equal width. NewTable takes the column headers; a header
+// starting with '>' marks a right-aligned (numeric) column.
+type Table struct {
 	head  []string
 	right []bool
 	rows  [][]string
 }
 
-func newTable(cols ...string) *table {
-	t := &table{}
+// NewTable starts a table with the given column headers.
+func NewTable(cols ...string) *Table {
+	t := &Table{}
 	for _, c := range cols {
 		// A leading '>' marks a right-aligned (numeric) column.
 		r := strings.HasPrefix(c, ">")
@@ -183,9 +185,11 @@ func newTable(cols ...string) *table {
 	return t
 }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+// Add appends a row.
+func (t *Table) Add(cells ...string) { t.rows = append(t.rows, cells) }
 
-func (t *table) write(w io.Writer) {
+// Write writes the table.
+func (t *Table) Write(w io.Writer) {
 	width := make([]int, len(t.head))
 	for i, h := range t.head {
 		width[i] = max(3, len([]rune(h)))
@@ -230,8 +234,8 @@ func (t *table) write(w io.Writer) {
 	}
 }
 
-// num formats a rate or count with thousands separators.
-func num(v float64) string {
+// Num formats a rate or count with thousands separators (− for negatives).
+func Num(v float64) string {
 	neg := v < 0
 	if neg {
 		v = -v
@@ -259,7 +263,7 @@ func ms(v float64) string {
 	case v < 100:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
-	return num(v)
+	return Num(v)
 }
 
 // mb formats bytes in MiB, or GiB from 1 GiB on.
@@ -294,7 +298,7 @@ func rateCell(r float64) string {
 	if r == orchestrate.RateMax {
 		return "max"
 	}
-	return num(r)
+	return Num(r)
 }
 
 // catchUp formats the time from blast's end until the last envelope was

@@ -62,17 +62,17 @@ func Headline(rep *orchestrate.Report) string {
 			line = fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
 				verdicts[orchestrate.VerdictKeptUp], steps)
 		case rate == 0:
-			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, num(lowestRate(rep)))
+			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, Num(lowestRate(rep)))
 		case rep.Harness:
-			line = fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", num(best))
+			line = fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", Num(best))
 		case fm != nil && fm.Stopped != "":
-			line = fmt.Sprintf("%s kept up with at least %s envelopes per second; the search stopped there: %s.", name, num(rate), fm.Stopped)
+			line = fmt.Sprintf("%s kept up with at least %s envelopes per second; the search stopped there: %s.", name, Num(rate), fm.Stopped)
 		case fm != nil && fm.FellBehind > 0:
-			line = fmt.Sprintf("%s kept up with about %s envelopes per second (it fell behind at %s/s).", name, num(rate), num(fm.FellBehind))
+			line = fmt.Sprintf("%s kept up with about %s envelopes per second (it fell behind at %s/s).", name, Num(rate), Num(fm.FellBehind))
 		case fm != nil:
-			line = fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search.", name, num(rate))
+			line = fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search.", name, Num(rate))
 		default:
-			line = fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with", name, num(rate))
+			line = fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with", name, Num(rate))
 			for _, p := range rep.Summary {
 				if p.Build == b.Name && p.Rate > rate && p.Verdict == orchestrate.VerdictHarnessLimited {
 					line += "; higher rates were harness-limited, not judged"
@@ -139,7 +139,7 @@ func ceilingSentence(rep *orchestrate.Report, build string) string {
 		owner = "its"
 	}
 	return fmt.Sprintf("At %s/s %s only %s/s: %s ceiling here; the backlog grew %s/s.",
-		num(top), verb, num(orchestrate.Median(fwd)), owner, num(orchestrate.Median(growth)))
+		Num(top), verb, Num(orchestrate.Median(fwd)), owner, Num(orchestrate.Median(growth)))
 }
 
 // maxSentence is the headline's sentence on the build's closed-loop step
@@ -172,7 +172,7 @@ func maxSentence(rep *orchestrate.Report, build string) string {
 	if rep.Harness {
 		verb = "the fake upstream received"
 	}
-	s += fmt.Sprintf(": accepted %s/s, %s %s/s", num(p.AcceptedRate), verb, num(p.ForwardedRate))
+	s += fmt.Sprintf(": accepted %s/s, %s %s/s", Num(p.AcceptedRate), verb, Num(p.ForwardedRate))
 	if p.PeakRSS > 0 {
 		s += fmt.Sprintf(", RSS %s to %s", mibPerSec(p.RSSSlope), mb(p.PeakRSS))
 	}
@@ -186,7 +186,7 @@ func maxSentence(rep *orchestrate.Report, build string) string {
 // for the build's closed-loop step.
 func maxTarget(rep *orchestrate.Report, p *orchestrate.Point) string {
 	if p.Rate != orchestrate.RateMax {
-		return num(p.Rate)
+		return Num(p.Rate)
 	}
 	for _, st := range pointSteps(rep, p) {
 		if st.Concurrency > 0 {
@@ -278,7 +278,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 	}
 	cols = append(cols, ">target/s", ">sent/s", ">accepted/s", ">forwarded/s", ">backlog", ">catch-up", ">p50 ms", ">p99 ms", ">max ms",
 		">"+proc+" cores", ">CPU per envelope", ">peak RSS", ">RSS slope", "verdict")
-	t := newTable(cols...)
+	t := NewTable(cols...)
 	var senders bool
 	for _, p := range rep.Summary {
 		var row []string
@@ -290,17 +290,17 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 			c += fmt.Sprintf(" ±%.0f%%", p.CoresSpread/2)
 			e += fmt.Sprintf(" ±%.0f%%", p.MsPerEnvSpread/2)
 		}
-		fwd, backlog, cu, slope := num(p.ForwardedRate), num(p.BacklogEnd), pointCatchUp(rep, p), mibPerSec(p.RSSSlope)
+		fwd, backlog, cu, slope := Num(p.ForwardedRate), Num(p.BacklogEnd), pointCatchUp(rep, p), mibPerSec(p.RSSSlope)
 		if p.Verdict == orchestrate.VerdictFailed {
 			c, e, fwd, backlog, cu, slope = "–", "–", "–", "–", "–", "–"
 		}
 		target := maxTarget(rep, p)
 		senders = senders || p.Rate == orchestrate.RateMax
-		row = append(row, target, num(p.AchievedRate), num(p.AcceptedRate), fwd, backlog, cu, ms(p.Latency.P50),
+		row = append(row, target, Num(p.AchievedRate), Num(p.AcceptedRate), fwd, backlog, cu, ms(p.Latency.P50),
 			ms(p.Latency.P99), ms(p.Latency.Max), c, e, mb(p.PeakRSS), slope, p.Verdict)
-		t.add(row...)
+		t.Add(row...)
 	}
-	t.write(w)
+	t.Write(w)
 	subject, whose := "Relay", "Relay's"
 	if rep.Harness {
 		subject, whose = "the harness", "the harness's"
@@ -324,33 +324,33 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 
 	if len(rep.FindMax) > 0 {
 		h("Highest rate kept up with (bisection)")
-		t := newTable("build", ">kept up at", ">fell behind at", "probes", "stopped early")
+		t := NewTable("build", ">kept up at", ">fell behind at", "probes", "stopped early")
 		for _, fm := range rep.FindMax {
 			var probes []string
 			for _, p := range fm.Probes {
-				probes = append(probes, num(p))
+				probes = append(probes, Num(p))
 			}
 			ku, fb := "–", "–"
 			if fm.KeptUp > 0 {
-				ku = num(fm.KeptUp) + "/s"
+				ku = Num(fm.KeptUp) + "/s"
 			}
 			if fm.FellBehind > 0 {
-				fb = num(fm.FellBehind) + "/s"
+				fb = Num(fm.FellBehind) + "/s"
 			}
-			t.add(fm.Build, ku, fb, strings.Join(probes, " → "), fm.Stopped)
+			t.Add(fm.Build, ku, fb, strings.Join(probes, " → "), fm.Stopped)
 		}
-		t.write(w)
+		t.Write(w)
 	}
 
 	if len(rep.Comparisons) > 0 {
 		h("Builds compared with " + rep.Comparisons[0].Baseline)
-		t := newTable(">target/s", "build", ">"+rep.Comparisons[0].Baseline+" cores", ">cores", ">change",
+		t := NewTable(">target/s", "build", ">"+rep.Comparisons[0].Baseline+" cores", ">cores", ">change",
 			">CPU per envelope", ">change", ">p99 change", ">peak RSS change")
 		for _, c := range rep.Comparisons {
-			t.add(num(c.Rate), c.Build, cores(c.BaseCores), cores(c.Cores), pct(c.CoresChange),
+			t.Add(Num(c.Rate), c.Build, cores(c.BaseCores), cores(c.Cores), pct(c.CoresChange),
 				ms(c.MsPerEnv)+" ms", pct(c.MsPerEnvChange), pct(c.P99Change), pct(c.PeakRSSChange))
 		}
-		t.write(w)
+		t.Write(w)
 	}
 
 	h("Steps")
@@ -362,7 +362,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		cols = append(cols, ">round")
 	}
 	cols = append(cols, ">target/s", ">forwarded", ">gap", ">catch-up", "items by type", ">idle cores", ">ready", ">shutdown", ">load 1m", "verdict")
-	t = newTable(cols...)
+	t = NewTable(cols...)
 	for _, st := range rep.Steps {
 		row := []string{fmt.Sprint(st.Index)}
 		if multi {
@@ -390,11 +390,11 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		if st.Failed {
 			v, cu = "failed: "+st.Error, "–"
 		}
-		row = append(row, rateCell(st.Rate), num(float64(st.Upstream.Forwarded)), num(float64(st.Upstream.Gap)), cu, kv(st.Upstream.ItemsByType),
+		row = append(row, rateCell(st.Rate), Num(float64(st.Upstream.Forwarded)), Num(float64(st.Upstream.Gap)), cu, kv(st.Upstream.ItemsByType),
 			cores(st.CPU.IdleCores), ready, shut, fmt.Sprintf("%.2f→%.2f", st.LoadAvg[0], st.LoadAvg[1]), v)
-		t.add(row...)
+		t.Add(row...)
 	}
-	t.write(w)
+	t.Write(w)
 	what := "data envelopes (the SDK traffic Relay passed on, not its own metric and outcome envelopes; results.csv has both)"
 	if rep.Harness {
 		what = "data envelopes"
@@ -405,29 +405,29 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 
 	if hasOutcomes(rep) {
 		h("Outcomes " + proc + " reported")
-		t := newTable(">#", ">target/s", "outcome", "category", "reason", ">quantity")
+		t := NewTable(">#", ">target/s", "outcome", "category", "reason", ">quantity")
 		for _, st := range rep.Steps {
 			for _, o := range st.Upstream.Outcomes {
-				t.add(fmt.Sprint(st.Index), rateCell(st.Rate), o.Outcome, o.Category, o.Reason, num(float64(o.Quantity)))
+				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), o.Outcome, o.Category, o.Reason, Num(float64(o.Quantity)))
 			}
 		}
-		t.write(w)
+		t.Write(w)
 		fmt.Fprintln(w, "\nOutcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped, by data category and reason; with --quota they show the quota at work.")
 	}
 
 	if hasStatsD(rep) {
 		h("Relay's own metrics (StatsD, measured window and drain)")
-		t := newTable(">#", ">target/s", "metric", ">p50", ">p99", ">max", ">count")
+		t := NewTable(">#", ">target/s", "metric", ">p50", ">p99", ">max", ">count")
 		for _, st := range rep.Steps {
 			for _, name := range sortedNames(st.StatsD) {
 				q := st.StatsD[name]
-				t.add(fmt.Sprint(st.Index), rateCell(st.Rate), name, ms(q.P50), ms(q.P99), ms(q.Max), "")
+				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), name, ms(q.P50), ms(q.P99), ms(q.Max), "")
 			}
 			for _, name := range sortedNames(st.StatsDCounters) {
-				t.add(fmt.Sprint(st.Index), rateCell(st.Rate), name, "", "", "", num(st.StatsDCounters[name]))
+				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), name, "", "", "", Num(st.StatsDCounters[name]))
 			}
 		}
-		t.write(w)
+		t.Write(w)
 	}
 
 	for _, st := range rep.Steps {
@@ -590,7 +590,7 @@ func loadRange(rep *orchestrate.Report) string {
 // rateLabel is a step's rate in sentences: "500/s", "max (64 senders)".
 func rateLabel(st *orchestrate.Step) string {
 	if st.Rate != orchestrate.RateMax {
-		return num(st.Rate) + "/s"
+		return Num(st.Rate) + "/s"
 	}
 	if st.Concurrency > 0 {
 		return fmt.Sprintf("max (%d senders)", st.Concurrency)

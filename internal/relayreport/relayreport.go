@@ -11,11 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/relayload/relayload/orchestrate"
@@ -165,15 +163,15 @@ func (c *Card) Markdown(w io.Writer) {
 
 	if len(c.Kinds) > 0 {
 		rate := c.Kinds[0].Step.Rate
-		fmt.Fprintf(w, "\n## Cost per envelope, one kind at a time (%s/s)\n\n", num(rate))
-		t := newTable("kind", ">CPU per envelope", ">Relay cores", ">forwarded/s", ">p99 ms", ">signature p50", ">signature p99", "verdict", ">load 1m")
+		fmt.Fprintf(w, "\n## Cost per envelope, one kind at a time (%s/s)\n\n", report.Num(rate))
+		t := report.NewTable("kind", ">CPU per envelope", ">Relay cores", ">forwarded/s", ">p99 ms", ">signature p50", ">signature p99", "verdict", ">load 1m")
 		for _, k := range c.Kinds {
 			st := k.Step
 			sig := st.StatsD[SignatureTimer]
-			t.add(k.Kind, fmt.Sprintf("%.2f ms", st.CPU.MsPerEnv), fmt.Sprintf("%.2f", st.CPU.NetCores), num(st.Steady.ForwardedRate),
+			t.Add(k.Kind, fmt.Sprintf("%.2f ms", st.CPU.MsPerEnv), fmt.Sprintf("%.2f", st.CPU.NetCores), report.Num(st.Steady.ForwardedRate),
 				fmt.Sprintf("%.1f", st.Latency.P99), usec(sig.P50), usec(sig.P99), st.Verdict, fmt.Sprintf("%.1f", st.LoadAvg[0]))
 		}
-		t.write(w)
+		t.Write(w)
 		fmt.Fprintln(w, "\nCPU per envelope: Relay's CPU time from blast's start until forwarding settled, idle subtracted, divided by the envelopes it forwarded. A kind Relay cannot keep up with at this rate still gets its true cost (it is not divided by what Relay merely accepted). signature: Relay's own `signature.create.duration` timer (StatsD), the Ed25519 signature on every request it sends upstream.")
 	}
 
@@ -182,21 +180,21 @@ func (c *Card) Markdown(w io.Writer) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, report.Headline(c.Capacity))
 		fmt.Fprintln(w)
-		t := newTable(">target/s", ">accepted/s", ">forwarded/s", ">backlog at end", ">backlog growth", ">CPU per envelope", ">RSS slope", "verdict")
+		t := report.NewTable(">target/s", ">accepted/s", ">forwarded/s", ">backlog at end", ">backlog growth", ">CPU per envelope", ">RSS slope", "verdict")
 		for _, st := range c.Capacity.Steps {
-			t.add(num(st.Rate), num(st.Steady.AcceptedRate), num(st.Steady.ForwardedRate), num(float64(st.Steady.BacklogEnd)),
+			t.Add(report.Num(st.Rate), report.Num(st.Steady.AcceptedRate), report.Num(st.Steady.ForwardedRate), report.Num(float64(st.Steady.BacklogEnd)),
 				fmt.Sprintf("%+.0f/s", st.Steady.BacklogGrowth), fmt.Sprintf("%.2f ms", st.CPU.MsPerEnv), fmt.Sprintf("%+.1f MiB/s", st.Steady.RSSSlope), st.Verdict)
 		}
-		t.write(w)
+		t.Write(w)
 		if st := firstBehind(c.Capacity); st != nil {
-			fmt.Fprintf(w, "\nThe backlog at %s/s, second by second (accepted − forwarded since blast started):\n\n", num(st.Rate))
-			t := newTable(">s", ">accepted", ">forwarded", ">backlog", ">RSS MiB")
+			fmt.Fprintf(w, "\nThe backlog at %s/s, second by second (accepted − forwarded since blast started):\n\n", report.Num(st.Rate))
+			t := report.NewTable(">s", ">accepted", ">forwarded", ">backlog", ">RSS MiB")
 			for _, p := range st.Seconds {
 				if p.T%2 == 0 || p.T == len(st.Seconds)-1 {
-					t.add(fmt.Sprint(p.T), num(float64(p.Accepted)), num(float64(p.Forwarded)), num(float64(p.Backlog)), fmt.Sprintf("%.0f", p.RSSMiB))
+					t.Add(fmt.Sprint(p.T), report.Num(float64(p.Accepted)), report.Num(float64(p.Forwarded)), report.Num(float64(p.Backlog)), fmt.Sprintf("%.0f", p.RSSMiB))
 				}
 			}
-			t.write(w)
+			t.Write(w)
 		}
 	}
 
@@ -205,7 +203,7 @@ func (c *Card) Markdown(w io.Writer) {
 		fmt.Fprintln(w, "\n## Sent as fast as possible")
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "%d senders, back to back: Relay accepted %s/s and forwarded %s/s; its RSS grew %+.0f MiB/s to a peak of %s.",
-			st.Concurrency, num(st.Steady.AcceptedRate), num(st.Steady.ForwardedRate), st.Steady.RSSSlope, mib(st.Memory.PeakRSS))
+			st.Concurrency, report.Num(st.Steady.AcceptedRate), report.Num(st.Steady.ForwardedRate), st.Steady.RSSSlope, mib(st.Memory.PeakRSS))
 		if st.StoppedEarly != "" {
 			fmt.Fprintf(w, " %s.", st.StoppedEarly)
 		}
@@ -223,21 +221,21 @@ func (c *Card) Markdown(w io.Writer) {
 			fmt.Fprintf(w, "Recorded %s, but it could not be read: %s\n", st.Perf.File, st.Perf.Note)
 		default:
 			p := st.Perf.Profile
-			fmt.Fprintf(w, "%s samples (%s), %.0f%% with a usable stack.\n\n", num(float64(p.Samples)), st.Perf.Event, p.Unwound)
-			t := newTable("group", ">share of Relay's CPU")
+			fmt.Fprintf(w, "%s samples (%s), %.0f%% with a usable stack.\n\n", report.Num(float64(p.Samples)), st.Perf.Event, p.Unwound)
+			t := report.NewTable("group", ">share of Relay's CPU")
 			for _, g := range p.Groups {
-				t.add(g.Name, fmt.Sprintf("%.1f%%", g.Share))
+				t.Add(g.Name, fmt.Sprintf("%.1f%%", g.Share))
 			}
-			t.write(w)
+			t.Write(w)
 			fmt.Fprintln(w)
-			t = newTable("function", ">inclusive", ">self")
+			t = report.NewTable("function", ">inclusive", ">self")
 			for i, f := range p.Top {
 				if i == 12 {
 					break
 				}
-				t.add("`"+shorten(f.Name, 100)+"`", fmt.Sprintf("%.1f%%", f.Inclusive), fmt.Sprintf("%.1f%%", f.Self))
+				t.Add("`"+shorten(f.Name, 100)+"`", fmt.Sprintf("%.1f%%", f.Inclusive), fmt.Sprintf("%.1f%%", f.Self))
 			}
-			t.write(w)
+			t.Write(w)
 			if p.Flame != "" {
 				rel, err := filepath.Rel(filepath.Dir(filepath.Dir(p.Flame)), p.Flame)
 				if err != nil {
@@ -284,53 +282,9 @@ func mib(b uint64) string {
 	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
 }
 
-func num(v float64) string {
-	s := fmt.Sprintf("%.0f", math.Abs(v))
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if v < 0 {
-		s = "−" + s
-	}
-	return s
-}
-
 func shorten(s string, n int) string {
 	if len([]rune(s)) <= n {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
-}
-
-// table is a small Markdown table.
-type table struct {
-	head  []string
-	right []bool
-	rows  [][]string
-}
-
-func newTable(cols ...string) *table {
-	t := &table{}
-	for _, c := range cols {
-		t.right = append(t.right, strings.HasPrefix(c, ">"))
-		t.head = append(t.head, strings.TrimPrefix(c, ">"))
-	}
-	return t
-}
-
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
-
-func (t *table) write(w io.Writer) {
-	fmt.Fprintln(w, "| "+strings.Join(t.head, " | ")+" |")
-	seps := make([]string, len(t.head))
-	for i := range seps {
-		seps[i] = "---"
-		if t.right[i] {
-			seps[i] = "--:"
-		}
-	}
-	fmt.Fprintln(w, "| "+strings.Join(seps, " | ")+" |")
-	for _, r := range t.rows {
-		fmt.Fprintln(w, "| "+strings.Join(r, " | ")+" |")
-	}
 }
