@@ -58,16 +58,5 @@ func (p *pacer) wait(ctx context.Context) bool {
 	if p == nil {
 		return ctx.Err() == nil
 	}
-	d := p.reserve(time.Now())
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return sleep(ctx, p.reserve(time.Now()))
 }
