@@ -38,27 +38,30 @@ type Host struct {
 
 // Setup echoes the options that shape the numbers.
 type Setup struct {
-	Builds           []Build           `json:"builds"`
-	Rates            []float64         `json:"rates"`
-	Rounds           int               `json:"rounds"`
-	FindMax          bool              `json:"find_max,omitempty"`
-	Duration         time.Duration     `json:"duration_ns"`
-	Warmup           time.Duration     `json:"warmup_ns"`
-	Idle             time.Duration     `json:"idle_ns"`
-	Seed             uint64            `json:"seed"`
-	Projects         int               `json:"projects"`
-	PoolSize         int               `json:"pool_size"`
-	Mix              string            `json:"mix"`
-	UserAgents       int               `json:"user_agents"`
-	UniqueUserAgents bool              `json:"unique_user_agents,omitempty"`
-	Encoding         string            `json:"encoding"`
-	RelayCPUs        string            `json:"relay_cpus,omitempty"`
-	HarnessCPUs      string            `json:"harness_cpus,omitempty"`
-	Fault            *Fault            `json:"fault,omitempty"`
-	PoolBytes        map[string]int64  `json:"pool_bytes,omitempty"`
-	RelayConfig      map[string]any    `json:"relay_config_overrides,omitempty"`
-	StatsDMetrics    []string          `json:"statsd_metrics,omitempty"`
-	Extra            map[string]string `json:"extra,omitempty"`
+	Builds           []Build          `json:"builds"`
+	Rates            []float64        `json:"rates"`
+	Rounds           int              `json:"rounds"`
+	FindMax          bool             `json:"find_max,omitempty"`
+	Duration         time.Duration    `json:"duration_ns"`
+	Warmup           time.Duration    `json:"warmup_ns"`
+	Idle             time.Duration    `json:"idle_ns"`
+	Seed             uint64           `json:"seed"`
+	Projects         int              `json:"projects"`
+	PoolSize         int              `json:"pool_size"`
+	Mix              string           `json:"mix"`
+	UserAgents       int              `json:"user_agents"`
+	UniqueUserAgents bool             `json:"unique_user_agents,omitempty"`
+	Encoding         string           `json:"encoding"`
+	RelayCPUs        string           `json:"relay_cpus,omitempty"`
+	HarnessCPUs      string           `json:"harness_cpus,omitempty"`
+	Fault            *Fault           `json:"fault,omitempty"`
+	PoolBytes        map[string]int64 `json:"pool_bytes,omitempty"`
+	RelayConfig      map[string]any   `json:"relay_config_overrides,omitempty"`
+	StatsDMetrics    []string         `json:"statsd_metrics,omitempty"`
+	// VerifyEnvelopeEvery: every Nth forwarded envelope's signature fully
+	// verified, the rest checked for form and age.
+	VerifyEnvelopeEvery int               `json:"verify_envelope_every,omitempty"`
+	Extra               map[string]string `json:"extra,omitempty"`
 }
 
 // Step is one fresh Relay (or harness) measured at one rate.
@@ -182,6 +185,9 @@ type UpstreamSeen struct {
 	Requests map[string]map[string]int64 `json:"requests,omitempty"`
 	Errors   map[string]int64            `json:"errors,omitempty"`
 	Leaks    map[string]int64            `json:"canary_leaks,omitempty"`
+	// Signatures is how Relay's request signatures were checked: fully
+	// verified, or (Config.VerifyEnvelopeEvery) for form and age only.
+	Signatures upstream.Signatures `json:"signatures"`
 }
 
 // CPU is the measured process's CPU use. In harness mode it is

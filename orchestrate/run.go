@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
 		StatsDMetrics: cfg.StatsDMetrics,
 	}
+	if !cfg.Harness() {
+		rep.Setup.VerifyEnvelopeEvery = cfg.VerifyEnvelopeEvery
+	}
 	if rep.Setup.Encoding == "" {
 		rep.Setup.Encoding = string(compression.Identity)
 	}

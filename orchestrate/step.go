@@ -188,7 +188,7 @@ func (s *step) makeDir() error {
 func (s *step) startUpstream() error {
 	up, err := upstream.New(upstream.Config{
 		Projects: s.r.projects, VerifySignatures: !s.harness, AllowList: !s.harness, Seed: s.cfg.Seed,
-		Quotas: s.cfg.Quotas, InboundFilters: s.cfg.InboundFilters,
+		Quotas: s.cfg.Quotas, InboundFilters: s.cfg.InboundFilters, VerifyEnvelopeEvery: s.cfg.VerifyEnvelopeEvery,
 	})
 	if err != nil {
 		return fmt.Errorf("fake upstream: %w", err)
@@ -575,7 +575,7 @@ func (s *step) collect() {
 	st.Upstream = UpstreamSeen{
 		Envelopes: final.Envelopes, Forwarded: final.DataEnvelopes, ItemsByType: final.ItemsByType,
 		Gap: accepted - final.DataEnvelopes, Outcomes: final.Outcomes.Rows, Requests: final.Requests,
-		Errors: final.Errors, Leaks: final.Canaries.Leaks,
+		Errors: final.Errors, Leaks: final.Canaries.Leaks, Signatures: final.Signatures,
 	}
 	smp, _ := s.sampler.Samples()
 	samplesAt := s.blastStart.Sub(s.sampler.Start())

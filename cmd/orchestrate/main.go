@@ -82,6 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		maxRSS     = fs.String("max-relay-rss", "4GiB", "stop blast when Relay's RSS passes this (e.g. 4GiB, 800MiB), and say so")
 		maxCatchUp = fs.Duration("max-catch-up", orchestrate.DefaultMaxCatchUp, "a step kept up only if the last envelope reached the upstream within this after blast ended")
 		quotasFile = fs.String("quotas", "", "JSON file with a list of quota objects for every project of the fake upstream")
+		verifyN    = fs.Int("verify-envelope-every", orchestrate.DefaultVerifyEnvelopeEvery, "fully verify the signature of every Nth envelope Relay forwards, form and age on the rest (1: all)")
 		inbound    = fs.Bool("inbound-filters", false, "turn on the fake upstream's inbound filters (web crawlers, legacy browsers, localhost, browser extensions)")
 		duration   = fs.Duration("duration", orchestrate.DefaultDuration, "measured window per step")
 		warmup     = fs.Duration("warmup", orchestrate.DefaultWarmup, "blast warm-up before the measured window (discarded)")
@@ -145,7 +146,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Seed: *seed, Projects: *nProjects, PoolSize: *poolSize, UserAgents: *userAgents, UniqueUserAgents: *uniqueUA,
 		RelayCPUs: *relayCPUs, HarnessCPUs: *harnCPUs, RelayLogLevel: *logLevel, StatsD: *statsdAddr, StatsDListen: *statsdLsn,
 		StatsDMetrics: metrics, Keep: *keep, MaxP99: *maxP99, MaxInflight: *maxInfl, Timeout: *timeout,
-		Concurrency: *concur, MaxCatchUp: *maxCatchUp, InboundFilters: *inbound,
+		Concurrency: *concur, MaxCatchUp: *maxCatchUp, InboundFilters: *inbound, VerifyEnvelopeEvery: *verifyN,
+	}
+	if *verifyN < 1 {
+		return bad("--verify-envelope-every: %d: want 1 (every envelope) or more", *verifyN)
 	}
 	rss, err := upstream.ParseSize(*maxRSS)
 	if err != nil || rss <= 0 {
