@@ -54,6 +54,9 @@ func TestHarnessSweep(t *testing.T) {
 		if st.CPU.LoadCores <= 0 || st.CPU.MsPerEnv <= 0 || st.Memory.PeakRSS == 0 {
 			t.Errorf("step %d: cpu %+v mem %+v", st.Index, st.CPU, st.Memory)
 		}
+		if st.OutsideWindow <= 0 || st.OutsideWindow >= 100 || st.Took < st.Elapsed {
+			t.Errorf("step %d: %.0f%% of %v outside a %v window", st.Index, st.OutsideWindow, st.Took, st.Elapsed)
+		}
 		if len(st.Series) < 10 {
 			t.Errorf("step %d: %d series points", st.Index, len(st.Series))
 		}

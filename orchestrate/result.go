@@ -80,10 +80,14 @@ type Step struct {
 	// LogTail is the end of Relay's log when the step failed.
 	LogTail string `json:"log_tail,omitempty"`
 
-	Started    time.Time     `json:"started"`
-	Took       time.Duration `json:"took_ns"`
-	ReadyAfter time.Duration `json:"ready_after_ns,omitempty"`
-	Warm       WarmUp        `json:"warm_up"`
+	Started time.Time     `json:"started"`
+	Took    time.Duration `json:"took_ns"`
+	// OutsideWindow is the share of Took (percent) outside the measured
+	// window: Relay's start, warm-up, idle, blast's warm-up, drain and
+	// shutdown.
+	OutsideWindow float64       `json:"outside_window_pct"`
+	ReadyAfter    time.Duration `json:"ready_after_ns,omitempty"`
+	Warm          WarmUp        `json:"warm_up"`
 
 	// Load, as blast saw it (measured window only; warm-up not included).
 	Sent         int64            `json:"sent"`

@@ -102,6 +102,9 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	defer func() {
 		s.close()
 		st.Took = time.Since(st.Started)
+		if st.Took > 0 && st.Elapsed > 0 {
+			st.OutsideWindow = 100 * (1 - st.Elapsed.Seconds()/st.Took.Seconds())
+		}
 		st.LoadAvg[1] = relayproc.LoadAvg1()
 		if ctx.Err() != nil && !st.Failed {
 			st.Verdict, st.Reasons = VerdictInterrupted, []string{"interrupted"}

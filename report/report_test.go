@@ -310,7 +310,10 @@ func TestMarkdownFlameOutsideDir(t *testing.T) {
 
 func TestTextTables(t *testing.T) {
 	var b bytes.Buffer
-	Text(&b, sample())
+	rep := sample()
+	rep.Steps[0].CPU.HarnessCores, rep.Steps[0].CPU.HarnessShare = 0.21, 12
+	rep.Steps[0].Took, rep.Steps[0].OutsideWindow = 39*time.Second, 23
+	Text(&b, rep)
 	out := b.String()
 	head := strings.SplitN(out, "\n", 3)
 	wantToday := "today kept up with about 200 envelopes per second (the highest rate tried that it kept up with). " +
@@ -333,6 +336,7 @@ func TestTextTables(t *testing.T) {
 		width = n
 	}
 	for _, want := range []string{"median of 2 rounds", "filtered", "web-crawlers", "Failed steps", "relay exited with status 101",
+		"0.210 (12%)", "39 s (23% outside)", "harness cores: orchestrate's own CPU", "step took: the whole step",
 		"backlog: envelopes accepted but not forwarded yet at the end of the window",
 		"catch-up: from blast's end until the last envelope was forwarded",
 		"CPU per envelope: Relay's CPU time from blast's start until forwarding settled",

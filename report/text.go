@@ -361,7 +361,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 	if rounds {
 		cols = append(cols, ">round")
 	}
-	cols = append(cols, ">target/s", ">forwarded", ">gap", ">catch-up", "items by type", ">idle cores", ">ready", ">shutdown", ">load 1m", "verdict")
+	cols = append(cols, ">target/s", ">forwarded", ">gap", ">catch-up", "items by type", ">idle cores", ">harness cores", ">ready", ">shutdown", ">step took", ">load 1m", "verdict")
 	t = NewTable(cols...)
 	for _, st := range rep.Steps {
 		row := []string{fmt.Sprint(st.Index)}
@@ -390,8 +390,16 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		if st.Failed {
 			v, cu = "failed: "+st.Error, "–"
 		}
+		harness := "–"
+		if st.CPU.HarnessCores > 0 {
+			harness = fmt.Sprintf("%s (%.0f%%)", cores(st.CPU.HarnessCores), st.CPU.HarnessShare)
+		}
+		took := "–"
+		if st.Took > 0 {
+			took = fmt.Sprintf("%.0f s (%.0f%% outside)", st.Took.Seconds(), st.OutsideWindow)
+		}
 		row = append(row, rateCell(st.Rate), Num(float64(st.Upstream.Forwarded)), Num(float64(st.Upstream.Gap)), cu, kv(st.Upstream.ItemsByType),
-			cores(st.CPU.IdleCores), ready, shut, fmt.Sprintf("%.2f→%.2f", st.LoadAvg[0], st.LoadAvg[1]), v)
+			cores(st.CPU.IdleCores), harness, ready, shut, took, fmt.Sprintf("%.2f→%.2f", st.LoadAvg[0], st.LoadAvg[1]), v)
 		t.Add(row...)
 	}
 	t.Write(w)
@@ -401,7 +409,9 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 	}
 	fmt.Fprintf(w, "\nforwarded: %s the fake upstream received from the start of blast (its warm-up included) until the drain ended; "+
 		"gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest); "+
-		"catch-up: from blast's end until the last data envelope arrived.\n", what)
+		"catch-up: from blast's end until the last data envelope arrived; "+
+		"harness cores: orchestrate's own CPU (blast, the fake upstream) over the measured window, and its share of Relay's; "+
+		"step took: the whole step, and the share of it outside the measured window (Relay's start, warm-up, idle, drain, shutdown).\n", what)
 
 	if hasOutcomes(rep) {
 		h("Outcomes " + proc + " reported")
