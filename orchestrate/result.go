@@ -38,26 +38,29 @@ type Host struct {
 
 // Setup echoes the options that shape the numbers.
 type Setup struct {
-	Builds           []Build          `json:"builds"`
-	Rates            []float64        `json:"rates"`
-	Rounds           int              `json:"rounds"`
-	FindMax          bool             `json:"find_max,omitempty"`
-	Duration         time.Duration    `json:"duration_ns"`
-	Warmup           time.Duration    `json:"warmup_ns"`
-	Idle             time.Duration    `json:"idle_ns"`
-	Seed             uint64           `json:"seed"`
-	Projects         int              `json:"projects"`
-	PoolSize         int              `json:"pool_size"`
-	Mix              string           `json:"mix"`
-	UserAgents       int              `json:"user_agents"`
-	UniqueUserAgents bool             `json:"unique_user_agents,omitempty"`
-	Encoding         string           `json:"encoding"`
-	RelayCPUs        string           `json:"relay_cpus,omitempty"`
-	HarnessCPUs      string           `json:"harness_cpus,omitempty"`
-	Fault            *Fault           `json:"fault,omitempty"`
-	PoolBytes        map[string]int64 `json:"pool_bytes,omitempty"`
-	RelayConfig      map[string]any   `json:"relay_config_overrides,omitempty"`
-	StatsDMetrics    []string         `json:"statsd_metrics,omitempty"`
+	Builds           []Build       `json:"builds"`
+	Rates            []float64     `json:"rates"`
+	Rounds           int           `json:"rounds"`
+	FindMax          bool          `json:"find_max,omitempty"`
+	Duration         time.Duration `json:"duration_ns"`
+	Warmup           time.Duration `json:"warmup_ns"`
+	Idle             time.Duration `json:"idle_ns"`
+	Seed             uint64        `json:"seed"`
+	Projects         int           `json:"projects"`
+	PoolSize         int           `json:"pool_size"`
+	Mix              string        `json:"mix"`
+	UserAgents       int           `json:"user_agents"`
+	UniqueUserAgents bool          `json:"unique_user_agents,omitempty"`
+	Encoding         string        `json:"encoding"`
+	RelayCPUs        string        `json:"relay_cpus,omitempty"`
+	HarnessCPUs      string        `json:"harness_cpus,omitempty"`
+	// HarnessProcs is orchestrate's GOMAXPROCS during the steps: 1 when it
+	// shares unpinned CPUs with Relay (unless GOMAXPROCS is set).
+	HarnessProcs  int              `json:"harness_gomaxprocs"`
+	Fault         *Fault           `json:"fault,omitempty"`
+	PoolBytes     map[string]int64 `json:"pool_bytes,omitempty"`
+	RelayConfig   map[string]any   `json:"relay_config_overrides,omitempty"`
+	StatsDMetrics []string         `json:"statsd_metrics,omitempty"`
 	// VerifyEnvelopeEvery: every Nth forwarded envelope's signature fully
 	// verified, the rest checked for form and age.
 	VerifyEnvelopeEvery int               `json:"verify_envelope_every,omitempty"`

@@ -103,6 +103,11 @@ func TestStandinSweep(t *testing.T) {
 	if cfg.Builds[0].Version != "" {
 		t.Error("Run changed the caller's Builds")
 	}
+	// Sharing unpinned CPUs with Relay, the harness ran on one P, and Run
+	// gave the process its GOMAXPROCS back.
+	if os.Getenv("GOMAXPROCS") == "" && (rep.Setup.HarnessProcs != 1 || runtime.GOMAXPROCS(0) != runtime.NumCPU()) {
+		t.Errorf("GOMAXPROCS during the run %d, after %d (want 1, %d)", rep.Setup.HarnessProcs, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	}
 	for _, st := range rep.Steps {
 		if !st.Warm.Complete || st.Warm.KeysServed < 10 || st.Warm.Global < 1 {
 			t.Errorf("step %d warm-up: %+v", st.Index, st.Warm)

@@ -541,7 +541,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 		fmt.Fprint(w, ".")
 	} else if !rep.Harness {
-		fmt.Fprint(w, " Relay not pinned: it shares the CPUs with blast and the fake upstream.")
+		fmt.Fprintf(w, " Relay not pinned: it shares the CPUs with blast and the fake upstream (GOMAXPROCS=%d).", s.HarnessProcs)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Host: %d CPUs (%s), Linux %s, %s. Started %s, took %s.\n", rep.Host.CPUs, rep.Host.CPUModel, rep.Host.Kernel,
