@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
 )
-
-// userHZ is the kernel's USER_HZ, the unit of utime/stime in /proc/PID/stat.
-// It is 100 on every Linux architecture Go supports (procfs assumes the same).
-const userHZ = 100
 
 // Sample is one reading of a process's counters.
 type Sample struct {
@@ -55,16 +50,16 @@ func (s *Sampler) Start() time.Time { return s.start }
 // Read takes one reading now.
 func (s *Sampler) Read() (Sample, error) {
 	at := time.Since(s.start) // monotonic
-	st, err := s.proc.Stat()
+	st, err := readStat(s.proc)
 	if err != nil {
 		return Sample{}, fmt.Errorf("relayproc: reading /proc/%d/stat: %w", s.proc.PID, err)
 	}
-	return Sample{At: at, CPU: float64(st.UTime+st.STime) / userHZ, RSS: uint64(st.RSS) * s.pageSize}, nil
+	return Sample{At: at, CPU: st.CPUTime(), RSS: uint64(st.RSS) * s.pageSize}, nil
 }
 
 // PeakRSS returns the kernel's high-water mark of the resident set (VmHWM).
 func (s *Sampler) PeakRSS() (uint64, error) {
-	st, err := s.proc.NewStatus()
+	st, err := guard(s.proc.NewStatus)
 	if err != nil {
 		return 0, fmt.Errorf("relayproc: reading /proc/%d/status: %w", s.proc.PID, err)
 	}
@@ -73,9 +68,7 @@ func (s *Sampler) PeakRSS() (uint64, error) {
 
 // ResetPeakRSS resets the kernel's high-water mark (VmHWM) to the current
 // RSS, so that PeakRSS covers only what follows (writes 5 to clear_refs).
-func (s *Sampler) ResetPeakRSS() error {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.proc.PID), []byte("5"), 0)
-}
+func (s *Sampler) ResetPeakRSS() error { return ResetPeakRSS(s.proc.PID) }
 
 // Run samples every interval until ctx ends or the process disappears,
 // appending to the series returned by Samples. each, if not nil, sees
@@ -119,22 +112,4 @@ func Cores(a, b Sample) float64 {
 		return 0
 	}
 	return (b.CPU - a.CPU) / dt
-}
-
-// LoadAvg1 returns the 1-minute load average, or -1 if it cannot be read.
-func LoadAvg1() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	for i, c := range b {
-		if c == ' ' {
-			v, err := strconv.ParseFloat(string(b[:i]), 64)
-			if err != nil {
-				return -1
-			}
-			return v
-		}
-	}
-	return -1
 }
