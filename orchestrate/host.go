@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/relayload/relayload/orchestrate/relayproc"
 )
 
 // hostInfo describes the machine for the report.
@@ -15,13 +17,8 @@ func hostInfo() Host {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		h.Kernel = strings.TrimSpace(string(b))
 	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				h.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
+	if m, err := relayproc.CPUModel(); err == nil {
+		h.CPUModel = m
 	}
 	return h
 }
