@@ -17,7 +17,7 @@ func benchBuild(b *testing.B, size int, enc compression.Encoding) {
 	}
 	opts := Options{Seed: 42, Size: size, Projects: ps, Encoding: enc, Now: time.Unix(1767225600, 0)}
 	b.ReportAllocs()
-	var st PoolStats
+	var st Stats
 	cpu0 := cpuTime()
 	for b.Loop() {
 		p, err := Build(context.Background(), opts)

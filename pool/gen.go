@@ -68,15 +68,15 @@ func (g *gen) build(i int, s slot, e *Entry, enc *compression.Encoder) error {
 	var items int
 	var eventID string
 	switch s.kind {
-	case Error:
+	case KindError:
 		eventID, items = g.errorEnvelope(&c, &env)
-	case Transaction:
+	case KindTransaction:
 		eventID, items = g.transactionEnvelope(&c, &env)
-	case Session:
+	case KindSession:
 		items = g.sessionEnvelope(&c, &env)
-	case CheckIn:
+	case KindCheckIn:
 		items = g.checkInEnvelope(&c, s, &env)
-	case Log:
+	case KindLog:
 		items = g.logEnvelope(&c, &env)
 	}
 	raw := g.assemble(&env)

@@ -13,19 +13,19 @@ type Kind string
 
 // The five kinds, named as on blast's --mix flag.
 const (
-	Error       Kind = "errors"
-	Transaction Kind = "transactions"
-	Session     Kind = "sessions"
-	CheckIn     Kind = "checkins"
-	Log         Kind = "logs"
+	KindError       Kind = "errors"
+	KindTransaction Kind = "transactions"
+	KindSession     Kind = "sessions"
+	KindCheckIn     Kind = "checkins"
+	KindLog         Kind = "logs"
 )
 
 // Kinds returns the five kinds in a fixed order.
-func Kinds() []Kind { return []Kind{Error, Transaction, Session, CheckIn, Log} }
+func Kinds() []Kind { return []Kind{KindError, KindTransaction, KindSession, KindCheckIn, KindLog} }
 
 func (k Kind) valid() bool {
 	switch k {
-	case Error, Transaction, Session, CheckIn, Log:
+	case KindError, KindTransaction, KindSession, KindCheckIn, KindLog:
 		return true
 	}
 	return false
@@ -131,7 +131,7 @@ func newPicker(m Mix) picker {
 			ks = append(ks, k)
 		}
 	}
-	q := frac[CheckIn]
+	q := frac[KindCheckIn]
 	pc := 0.0
 	if q > 0 {
 		pc = q / (2 - q)
@@ -141,14 +141,14 @@ func newPicker(m Mix) picker {
 	}
 	var rest float64
 	for _, k := range ks {
-		if k != CheckIn {
+		if k != KindCheckIn {
 			rest += frac[k]
 		}
 	}
 	p := picker{kinds: ks}
 	var c float64
 	for _, k := range ks {
-		if k == CheckIn {
+		if k == KindCheckIn {
 			c += pc
 		} else {
 			c += frac[k] / rest * (1 - pc)

@@ -79,8 +79,8 @@ type KindStats struct {
 	MaxRaw       int   `json:"max_raw"`
 }
 
-// PoolStats describes the pool and the memory it holds.
-type PoolStats struct {
+// Stats describes the pool and the memory it holds.
+type Stats struct {
 	Entries      int    `json:"entries"`
 	Encoding     string `json:"encoding"`
 	RawBytes     int64  `json:"raw_bytes"`     // sum of uncompressed envelopes
@@ -171,21 +171,21 @@ func plan(o *Options) []slot {
 	for i := 0; i < o.Size; i++ {
 		u := stream(o.Seed, saltPlan, uint64(i)).Float64()
 		k := p.pick(u)
-		if k != CheckIn {
+		if k != KindCheckIn {
 			slots[i] = slot{kind: k, base: i}
 			continue
 		}
 		if i+1 < o.Size {
-			slots[i] = slot{kind: CheckIn, role: 1, base: i}
-			slots[i+1] = slot{kind: CheckIn, role: 2, base: i}
+			slots[i] = slot{kind: KindCheckIn, role: 1, base: i}
+			slots[i+1] = slot{kind: KindCheckIn, role: 2, base: i}
 			i++
 			continue
 		}
 		// The last slot cannot hold a pair: another kind, or a lone final check-in.
-		if k2, ok := p.pickNot(u, CheckIn); ok {
+		if k2, ok := p.pickNot(u, KindCheckIn); ok {
 			slots[i] = slot{kind: k2, base: i}
 		} else {
-			slots[i] = slot{kind: CheckIn, role: 0, base: i}
+			slots[i] = slot{kind: KindCheckIn, role: 0, base: i}
 		}
 	}
 	return slots
@@ -274,8 +274,8 @@ func (p *Pool) Hash() string {
 }
 
 // Stats counts entries, items and bytes per kind.
-func (p *Pool) Stats() PoolStats {
-	s := PoolStats{Entries: len(p.Entries), Encoding: string(p.Options.Encoding), ByKind: map[Kind]KindStats{}}
+func (p *Pool) Stats() Stats {
+	s := Stats{Entries: len(p.Entries), Encoding: string(p.Options.Encoding), ByKind: map[Kind]KindStats{}}
 	for i := range p.Entries {
 		e := &p.Entries[i]
 		ks := s.ByKind[e.Kind]
@@ -316,7 +316,7 @@ type ManifestEntry struct {
 type Manifest struct {
 	Options Options         `json:"options"`
 	Hash    string          `json:"hash"`
-	Stats   PoolStats       `json:"stats"`
+	Stats   Stats           `json:"stats"`
 	Entries []ManifestEntry `json:"entries"`
 }
 

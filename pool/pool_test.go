@@ -100,7 +100,7 @@ func TestEveryEntryParses(t *testing.T) {
 	p := mixed(t)
 	var s envelope.Summary
 	wantTypes := map[Kind][]string{
-		Error: {"event"}, Transaction: {"transaction"}, Session: {"session", "sessions"}, CheckIn: {"check_in"}, Log: {"log"},
+		KindError: {"event"}, KindTransaction: {"transaction"}, KindSession: {"session", "sessions"}, KindCheckIn: {"check_in"}, KindLog: {"log"},
 	}
 	sentAt := testNow.Format("2006-01-02T15:04:05.000Z")
 	for i, e := range p.Entries {
@@ -121,7 +121,7 @@ func TestEveryEntryParses(t *testing.T) {
 		if env.EventID != e.EventID || env.SentAt != sentAt || env.DSN != "" {
 			t.Fatalf("%d: header event_id %q (entry %q) sent_at %q dsn %q", i, env.EventID, e.EventID, env.SentAt, env.DSN)
 		}
-		if (e.Kind == Error || e.Kind == Transaction) != (e.EventID != "") {
+		if (e.Kind == KindError || e.Kind == KindTransaction) != (e.EventID != "") {
 			t.Fatalf("%d: %s with event id %q", i, e.Kind, e.EventID)
 		}
 		var hdr map[string]any
@@ -199,11 +199,11 @@ func header(t *testing.T, p *Pool, i int) map[string]any {
 }
 
 func TestErrorShape(t *testing.T) {
-	p := build(t, Options{Seed: 12, Size: 1200, Mix: Mix{Error: 1}})
+	p := build(t, Options{Seed: 12, Size: 1200, Mix: Mix{KindError: 1}})
 	seenPlatforms := map[string]bool{}
 	n := 0
 	for i, e := range p.Entries {
-		if e.Kind != Error {
+		if e.Kind != KindError {
 			continue
 		}
 		n++
@@ -274,7 +274,7 @@ func TestSpanTrees(t *testing.T) {
 	p := mixed(t)
 	n := 0
 	for i, e := range p.Entries {
-		if e.Kind != Transaction {
+		if e.Kind != KindTransaction {
 			continue
 		}
 		n++
@@ -345,10 +345,10 @@ func TestSpanTrees(t *testing.T) {
 }
 
 func TestCheckInPairs(t *testing.T) {
-	p := build(t, Options{Seed: 3, Size: 1001, Mix: Mix{CheckIn: 1, Error: 1}})
+	p := build(t, Options{Seed: 3, Size: 1001, Mix: Mix{KindCheckIn: 1, KindError: 1}})
 	pairs, lone := 0, 0
 	for i := 0; i < len(p.Entries); i++ {
-		if p.Entries[i].Kind != CheckIn {
+		if p.Entries[i].Kind != KindCheckIn {
 			continue
 		}
 		a := decode(t, p, i, 0)
@@ -359,7 +359,7 @@ func TestCheckInPairs(t *testing.T) {
 			lone++
 			continue
 		}
-		if i+1 >= len(p.Entries) || p.Entries[i+1].Kind != CheckIn {
+		if i+1 >= len(p.Entries) || p.Entries[i+1].Kind != KindCheckIn {
 			t.Fatalf("%d: in_progress not followed by a check-in", i)
 		}
 		b := decode(t, p, i+1, 0)
@@ -392,7 +392,7 @@ func TestSessionWindows(t *testing.T) {
 	}
 	single, agg := 0, 0
 	for i, e := range p.Entries {
-		if e.Kind != Session {
+		if e.Kind != KindSession {
 			continue
 		}
 		env, _ := envelope.Parse(p.Raw(i))
@@ -442,14 +442,14 @@ func TestCanaries(t *testing.T) {
 		w := k.Where
 		switch {
 		case strings.HasPrefix(w, "error/transaction "):
-			want[Error] = append(want[Error], k)
-			want[Transaction] = append(want[Transaction], k)
+			want[KindError] = append(want[KindError], k)
+			want[KindTransaction] = append(want[KindTransaction], k)
 		case strings.HasPrefix(w, "error "):
-			want[Error] = append(want[Error], k)
+			want[KindError] = append(want[KindError], k)
 		case strings.HasPrefix(w, "transaction "):
-			want[Transaction] = append(want[Transaction], k)
+			want[KindTransaction] = append(want[KindTransaction], k)
 		case strings.HasPrefix(w, "log "):
-			want[Log] = append(want[Log], k)
+			want[KindLog] = append(want[KindLog], k)
 		default:
 			t.Fatalf("canary %s: Where %q names no kind pool builds", k.Name, w)
 		}
@@ -499,7 +499,7 @@ func TestCanaryPlaces(t *testing.T) {
 	checked := map[Kind]bool{}
 	for i, e := range p.Entries {
 		switch e.Kind {
-		case Error:
+		case KindError:
 			ev := decode(t, p, i, 0)
 			eq := map[string]any{
 				"request_password":     get(ev, "request", "data", "password"),
@@ -551,7 +551,7 @@ func TestCanaryPlaces(t *testing.T) {
 			if fv != 1 || bt != 1 {
 				t.Fatalf("%d: frame var canaries %d, breadcrumb canaries %d", i, fv, bt)
 			}
-		case Transaction:
+		case KindTransaction:
 			tx := decode(t, p, i, 0)
 			n := 0
 			for _, s := range get(tx, "spans").([]any) {
@@ -562,7 +562,7 @@ func TestCanaryPlaces(t *testing.T) {
 			if n != 1 || get(tx, "extra", "public_note") != val("public_note", i) {
 				t.Fatalf("%d: span canaries %d, public_note %v", i, n, get(tx, "extra", "public_note"))
 			}
-		case Log:
+		case KindLog:
 			lg := decode(t, p, i, 0)
 			var body, attr int
 			for _, r := range get(lg, "items").([]any) {
@@ -619,22 +619,22 @@ func TestMixProportions(t *testing.T) {
 	st := p.Stats()
 	n := 0
 	for _, e := range p.Entries {
-		if e.Kind == Error {
+		if e.Kind == KindError {
 			n++
 		}
 	}
-	if st.Entries != small.Size || st.ByKind[Error].Entries != n {
+	if st.Entries != small.Size || st.ByKind[KindError].Entries != n {
 		t.Fatalf("stats %+v", st)
 	}
-	only := build(t, Options{Seed: 1, Size: 300, Mix: Mix{Error: 1}})
+	only := build(t, Options{Seed: 1, Size: 300, Mix: Mix{KindError: 1}})
 	for i, e := range only.Entries {
-		if e.Kind != Error {
+		if e.Kind != KindError {
 			t.Fatalf("errors=1: entry %d is %s", i, e.Kind)
 		}
 	}
-	onlyCheckIns := build(t, Options{Seed: 1, Size: 300, Mix: Mix{CheckIn: 1}})
+	onlyCheckIns := build(t, Options{Seed: 1, Size: 300, Mix: Mix{KindCheckIn: 1}})
 	for i, e := range onlyCheckIns.Entries {
-		if e.Kind != CheckIn {
+		if e.Kind != KindCheckIn {
 			t.Fatalf("checkins=1: entry %d is %s", i, e.Kind)
 		}
 	}
@@ -645,9 +645,9 @@ func TestParseMix(t *testing.T) {
 		in   string
 		want Mix
 	}{
-		{"errors=1", Mix{Error: 1}},
-		{DefaultMix, Mix{Error: 3, Transaction: 2, Session: 2, CheckIn: 1, Log: 2}},
-		{" logs = 0.5 , sessions=0 ", Mix{Log: 0.5, Session: 0}},
+		{"errors=1", Mix{KindError: 1}},
+		{DefaultMix, Mix{KindError: 3, KindTransaction: 2, KindSession: 2, KindCheckIn: 1, KindLog: 2}},
+		{" logs = 0.5 , sessions=0 ", Mix{KindLog: 0.5, KindSession: 0}},
 	}
 	for _, c := range good {
 		m, err := ParseMix(c.in)
@@ -669,7 +669,7 @@ func TestParseMix(t *testing.T) {
 			t.Errorf("ParseMix(%q) accepted", in)
 		}
 	}
-	if err := (Mix{Error: math.NaN()}).Validate(); err == nil {
+	if err := (Mix{KindError: math.NaN()}).Validate(); err == nil {
 		t.Error("NaN weight validated")
 	}
 	if err := (Mix{"spans": 1}).Validate(); err == nil {
@@ -686,7 +686,7 @@ func TestOptionsErrors(t *testing.T) {
 		{Size: 10, Projects: ps, ZipfS: 1},
 		{Size: 10, Projects: ps, ZipfS: math.NaN()},
 		{Size: 10, Projects: ps, Encoding: "lz4"},
-		{Size: 10, Projects: ps, Mix: Mix{Error: -1}},
+		{Size: 10, Projects: ps, Mix: Mix{KindError: -1}},
 		{Size: 10, Projects: ps, UserAgents: -1},
 	}
 	for i, o := range bad {
@@ -732,7 +732,7 @@ func TestUserAgents(t *testing.T) {
 	if testing.Short() {
 		size = 4000
 	}
-	p := build(t, Options{Seed: 9, Size: size, UniqueUserAgents: true, Mix: Mix{Session: 1, CheckIn: 1}})
+	p := build(t, Options{Seed: 9, Size: size, UniqueUserAgents: true, Mix: Mix{KindSession: 1, KindCheckIn: 1}})
 	seen := make(map[string]int, size)
 	for i, e := range p.Entries {
 		if j, dup := seen[e.UserAgent]; dup {
@@ -740,7 +740,7 @@ func TestUserAgents(t *testing.T) {
 		}
 		seen[e.UserAgent] = i
 	}
-	q := build(t, Options{Seed: 9, Size: 3000, UserAgents: 50, Mix: Mix{Session: 1}})
+	q := build(t, Options{Seed: 9, Size: 3000, UserAgents: 50, Mix: Mix{KindSession: 1}})
 	distinct := map[string]int{}
 	for _, e := range q.Entries {
 		distinct[e.UserAgent]++
@@ -748,7 +748,7 @@ func TestUserAgents(t *testing.T) {
 	if len(distinct) > 50 || len(distinct) < 30 {
 		t.Fatalf("%d distinct agents from a table of 50", len(distinct))
 	}
-	r := build(t, Options{Seed: 9, Size: 3000, UserAgents: 5000, Mix: Mix{Session: 1}})
+	r := build(t, Options{Seed: 9, Size: 3000, UserAgents: 5000, Mix: Mix{KindSession: 1}})
 	distinct = map[string]int{}
 	for _, e := range r.Entries {
 		distinct[e.UserAgent]++
@@ -957,7 +957,7 @@ func checkDuplicateKeys(dec *json.Decoder) error {
 
 // TestLogTimes: records ascend and never pass Now.
 func TestLogTimes(t *testing.T) {
-	p := build(t, Options{Seed: 8, Size: 300, Mix: Mix{Log: 1}})
+	p := build(t, Options{Seed: 8, Size: 300, Mix: Mix{KindLog: 1}})
 	now := float64(testNow.Unix())
 	for i := range p.Entries {
 		prev := 0.0
@@ -989,18 +989,18 @@ func TestAgentWhereRelayReadsIt(t *testing.T) {
 		for k := range env.Items {
 			v := decode(t, p, i, k)
 			switch e.Kind {
-			case Error, Transaction:
+			case KindError, KindTransaction:
 				h, _ := v["request"].(map[string]any)["headers"].(map[string]any)
 				if h["User-Agent"] != e.UserAgent {
 					t.Fatalf("%d (%s): request.headers User-Agent %v, entry %q", i, e.Kind, h["User-Agent"], e.UserAgent)
 				}
 				seen[e.Kind]++
-			case Session:
+			case KindSession:
 				if ua := v["attrs"].(map[string]any)["user_agent"]; ua != e.UserAgent {
 					t.Fatalf("%d: attrs.user_agent %v, entry %q", i, ua, e.UserAgent)
 				}
 				seen[e.Kind]++
-			case Log:
+			case KindLog:
 				n := 0
 				for _, r := range v["items"].([]any) {
 					a, ok := r.(map[string]any)["attributes"].(map[string]any)["user_agent.original"].(map[string]any)
@@ -1018,7 +1018,7 @@ func TestAgentWhereRelayReadsIt(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []Kind{Error, Transaction, Session, Log} {
+	for _, k := range []Kind{KindError, KindTransaction, KindSession, KindLog} {
 		if seen[k] < 20 {
 			t.Errorf("%s: agent found in only %d items", k, seen[k])
 		}

@@ -36,10 +36,10 @@ func TestOnlyCanariesMatchScrubbingRules(t *testing.T) {
 	if raceEnabled {
 		size = 100
 	}
-	p := build(t, Options{Seed: 31, Size: size, Mix: Mix{Error: 2, Transaction: 1, Log: 1}})
+	p := build(t, Options{Seed: 31, Size: size, Mix: Mix{KindError: 2, KindTransaction: 1, KindLog: 1}})
 	checked := 0
 	for i, e := range p.Entries {
-		if e.Kind != Error && e.Kind != Transaction && e.Kind != Log {
+		if e.Kind != KindError && e.Kind != KindTransaction && e.Kind != KindLog {
 			continue
 		}
 		env, err := envelope.Parse(p.Raw(i))

@@ -298,7 +298,7 @@ func TestPoolFlags(t *testing.T) {
 	}
 	agents := map[string]bool{}
 	for _, e := range m.Entries {
-		if e.Kind != pool.Error || !ids[e.ProjectID] || e.Encoding != "gzip" {
+		if e.Kind != pool.KindError || !ids[e.ProjectID] || e.Encoding != "gzip" {
 			t.Fatalf("entry %+v: want an error of one of projects %v, gzip", e, ids)
 		}
 		agents[e.UserAgent] = true

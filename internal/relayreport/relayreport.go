@@ -40,7 +40,7 @@ type Options struct {
 }
 
 // Kinds costed one at a time, in the seed's order.
-var Kinds = []pool.Kind{pool.Transaction, pool.Error, pool.Log, pool.CheckIn, pool.Session}
+var Kinds = []pool.Kind{pool.KindTransaction, pool.KindError, pool.KindLog, pool.KindCheckIn, pool.KindSession}
 
 // SignatureTimer is Relay's StatsD timer for signing upstream requests.
 const SignatureTimer = "signature.create.duration"
@@ -146,7 +146,7 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 		}
 		if card.Errors, _ = section("errors-perf", func(c *orchestrate.Config) {
 			c.Rates = []float64{200}
-			c.Mix = pool.Mix{pool.Error: 1}
+			c.Mix = pool.Mix{pool.KindError: 1}
 			c.Perf = filepath.Join(dir, "relay.perf.data")
 		}); ctx.Err() != nil {
 			return card, ctx.Err()

@@ -17,7 +17,7 @@ func BenchmarkProcessPayloads(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, kind := range []pool.Kind{pool.Error, pool.Transaction, pool.Log} {
+	for _, kind := range []pool.Kind{pool.KindError, pool.KindTransaction, pool.KindLog} {
 		pl, err := pool.Build(context.Background(), pool.Options{Seed: 1, Size: 200, Projects: ps, Mix: pool.Mix{kind: 1}, Now: time.Unix(1_767_225_600, 0)})
 		if err != nil {
 			b.Fatal(err)
