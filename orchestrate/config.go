@@ -12,8 +12,6 @@ package orchestrate
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"regexp"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/orchestrate/relayconfig"
 	"github.com/relayload/relayload/orchestrate/relayproc"
 	"github.com/relayload/relayload/pool"
@@ -61,8 +60,12 @@ const (
 	ReadyPoll = 50 * time.Millisecond
 )
 
-// ErrConfig wraps every error caused by a bad Config.
-var ErrConfig = errors.New("bad config")
+// ErrConfig is matched (errors.Is) by every error caused by a bad Config.
+var ErrConfig = configerr.ErrConfig
+
+// ConfigError is a bad Config: the field (and any other field involved)
+// and why. Programs render it with their own names for the fields.
+type ConfigError = configerr.Error
 
 // RateMax in Config.Rates is a closed-loop step: Concurrency senders
 // sending back to back, as fast as Relay answers.
@@ -176,18 +179,29 @@ func (c *Config) Harness() bool {
 
 var buildName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$`)
 
-// withDefaults validates c and fills defaults. Errors wrap ErrConfig.
+// withDefaults validates c and fills defaults. Errors are *ConfigError
+// (they wrap ErrConfig) naming the Config field.
 func (c Config) withDefaults() (Config, error) {
-	bad := func(format string, a ...any) (Config, error) {
-		return c, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
+	for _, check := range []func(*Config) error{
+		(*Config).checkBuilds, (*Config).checkRates, (*Config).checkDurations,
+		(*Config).checkTraffic, (*Config).checkRelayOptions,
+	} {
+		if err := check(&c); err != nil {
+			return c, err
+		}
 	}
+	return c, nil
+}
+
+func (c *Config) checkBuilds() error {
 	if len(c.Builds) == 0 {
 		c.Builds = []Build{{Name: "harness"}}
 	}
+	c.Builds = slices.Clone(c.Builds)
 	seen := map[string]bool{}
 	for i, b := range c.Builds {
 		if b.Bin == "" && len(c.Builds) > 1 {
-			return bad("build %q has no binary (only a lone harness build may)", b.Name)
+			return configerr.Errorf("Builds", "build %q has no binary (only a lone harness build may)", b.Name)
 		}
 		if b.Name == "" {
 			if b.Bin == "" {
@@ -198,123 +212,141 @@ func (c Config) withDefaults() (Config, error) {
 			c.Builds[i] = b
 		}
 		if !buildName.MatchString(b.Name) {
-			return bad("build name %q: letters, digits, '.', '_', '-' only", b.Name)
+			return configerr.Errorf("Builds", "build name %q: letters, digits, '.', '_', '-' only", b.Name)
 		}
 		if seen[b.Name] {
-			return bad("build name %q used twice", b.Name)
+			return configerr.Errorf("Builds", "build name %q used twice", b.Name)
 		}
 		seen[b.Name] = true
 	}
+	return nil
+}
+
+func (c *Config) checkRates() error {
 	if len(c.Rates) == 0 {
-		return bad("no rates")
+		return configerr.New("Rates", "no rates")
 	}
 	for _, r := range c.Rates {
-		if r == RateMax {
-			continue
-		}
-		if !(r > 0) || r > 1e7 {
-			return bad("rate %v: want a number above 0 or max", r)
+		if r != RateMax && (!(r > 0) || r > 1e7) {
+			return configerr.Errorf("Rates", "rate %v: want a number above 0 or max", r)
 		}
 	}
-	if c.FindMax && slices.Contains(c.Rates, RateMax) {
-		return bad("--find-max bisects between two rates; max is not one")
-	}
-	if c.FindMax && len(c.Rates) != 2 {
-		return bad("--find-max wants two rates, the bounds (e.g. 100,5000)")
-	}
-	if c.FindMax && c.Rates[0] == c.Rates[1] {
-		return bad("--find-max bounds are equal")
+	switch {
+	case c.FindMax && slices.Contains(c.Rates, RateMax):
+		return configerr.New("FindMax", "bisects between two rates; max is not one")
+	case c.FindMax && len(c.Rates) != 2:
+		return configerr.New("FindMax", "wants two %s, the bounds (e.g. 100,5000)", "Rates")
+	case c.FindMax && c.Rates[0] == c.Rates[1]:
+		return configerr.New("FindMax", "the two bounds are equal")
 	}
 	if c.Rounds == 0 {
 		c.Rounds = 1
 	}
 	if c.Rounds < 0 || c.Rounds > 100 {
-		return bad("rounds %d: want 1..100", c.Rounds)
+		return configerr.Errorf("Rounds", "%d: want 1..100", c.Rounds)
 	}
 	if c.FindMaxProbes == 0 {
 		c.FindMaxProbes = DefaultFindMaxProbes
 	}
-	def := func(d *time.Duration, v time.Duration, name string) error {
-		if *d < 0 {
-			return fmt.Errorf("%w: negative %s", ErrConfig, name)
-		}
-		if *d == 0 {
-			*d = v
-		}
-		return nil
-	}
+	return nil
+}
+
+func (c *Config) checkDurations() error {
 	for _, x := range []struct {
-		d    *time.Duration
-		v    time.Duration
-		name string
+		d     *time.Duration
+		v     time.Duration
+		field string
 	}{
-		{&c.Duration, DefaultDuration, "duration"},
-		{&c.ReadyTimeout, DefaultReadyTimeout, "ready timeout"},
-		{&c.ShutdownTimeout, DefaultShutdownTimeout, "shutdown timeout"},
-		{&c.WarmupTimeout, DefaultWarmupTimeout, "warm-up timeout"},
-		{&c.DrainTimeout, DefaultDrainTimeout, "drain timeout"},
-		{&c.SampleInterval, DefaultSampleInterval, "sample interval"},
-		{&c.MaxP99, DefaultMaxP99, "max p99"},
-		{&c.MaxCatchUp, DefaultMaxCatchUp, "max catch-up"},
+		{&c.Duration, DefaultDuration, "Duration"},
+		{&c.ReadyTimeout, DefaultReadyTimeout, "ReadyTimeout"},
+		{&c.ShutdownTimeout, DefaultShutdownTimeout, "ShutdownTimeout"},
+		{&c.WarmupTimeout, DefaultWarmupTimeout, "WarmupTimeout"},
+		{&c.DrainTimeout, DefaultDrainTimeout, "DrainTimeout"},
+		{&c.SampleInterval, DefaultSampleInterval, "SampleInterval"},
+		{&c.MaxP99, DefaultMaxP99, "MaxP99"},
+		{&c.MaxCatchUp, DefaultMaxCatchUp, "MaxCatchUp"},
 	} {
-		if err := def(x.d, x.v, x.name); err != nil {
-			return c, err
+		if *x.d < 0 {
+			return configerr.Errorf(x.field, "%s: must not be negative", *x.d)
+		}
+		if *x.d == 0 {
+			*x.d = x.v
 		}
 	}
-	if c.Warmup < 0 || c.Idle < 0 {
-		return bad("negative warmup or idle")
+	if c.Warmup < 0 {
+		return configerr.Errorf("Warmup", "%s: must not be negative", c.Warmup)
 	}
+	if c.Idle < 0 {
+		return configerr.Errorf("Idle", "%s: must not be negative", c.Idle)
+	}
+	if c.Fault != nil {
+		return c.Fault.validate(c.Duration)
+	}
+	return nil
+}
+
+func (c *Config) checkTraffic() error {
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}
 	if c.Concurrency < 1 || c.Concurrency > 10000 {
-		return bad("concurrency %d: want 1..10000", c.Concurrency)
-	}
-	if c.VerifyEnvelopeEvery == 0 {
-		c.VerifyEnvelopeEvery = DefaultVerifyEnvelopeEvery
-	}
-	if c.VerifyEnvelopeEvery < 1 {
-		return bad("verify-envelope-every %d: want 1 or more", c.VerifyEnvelopeEvery)
-	}
-	if c.MaxRelayRSS == 0 {
-		c.MaxRelayRSS = DefaultMaxRelayRSS
+		return configerr.Errorf("Concurrency", "%d: want 1..10000", c.Concurrency)
 	}
 	if c.Projects == 0 {
 		c.Projects = DefaultProjects
 	}
 	if c.Projects < 1 || c.Projects > 100000 {
-		return bad("projects %d: want 1..100000", c.Projects)
+		return configerr.Errorf("Projects", "%d: want 1..100000", c.Projects)
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = DefaultPoolSize
 	}
 	if c.PoolSize < 1 {
-		return bad("pool size %d", c.PoolSize)
+		return configerr.Errorf("PoolSize", "%d: want 1 or more", c.PoolSize)
 	}
 	if c.Mix != nil {
 		if err := c.Mix.Validate(); err != nil {
-			return bad("mix: %v", err)
+			return configerr.Wrap("Mix", err)
 		}
+	}
+	return nil
+}
+
+func (c *Config) checkRelayOptions() error {
+	if c.VerifyEnvelopeEvery == 0 {
+		c.VerifyEnvelopeEvery = DefaultVerifyEnvelopeEvery
+	}
+	if c.VerifyEnvelopeEvery < 1 {
+		return configerr.Errorf("VerifyEnvelopeEvery", "%d: want 1 or more", c.VerifyEnvelopeEvery)
+	}
+	if c.MaxRelayRSS == 0 {
+		c.MaxRelayRSS = DefaultMaxRelayRSS
 	}
 	if c.RelayCPUs != "" {
 		if _, err := CountCPUs(c.RelayCPUs); err != nil {
-			return bad("relay cpus: %v", err)
+			return configerr.Wrap("RelayCPUs", err)
 		}
 	}
 	if c.HarnessCPUs != "" && c.HarnessCPUs != "none" {
 		if _, err := CountCPUs(c.HarnessCPUs); err != nil {
-			return bad("harness cpus: %v", err)
+			return configerr.Wrap("HarnessCPUs", err)
 		}
 	}
 	if c.StatsD != "" && c.StatsDListen != "" {
-		return bad("--statsd and --statsd-listen are exclusive")
+		return configerr.New("StatsDListen", "cannot be used with %s", "StatsD")
 	}
 	if len(c.StatsDMetrics) > 0 && c.StatsDListen == "" {
-		return bad("--statsd-metric needs --statsd-listen (the built-in receiver)")
+		return configerr.New("StatsDMetrics", "needs %s (the built-in receiver)", "StatsDListen")
 	}
 	if c.Harness() {
-		if c.Perf != "" || c.RelayCPUs != "" || c.StatsD != "" || c.StatsDListen != "" || c.RelayConfig != nil {
-			return bad("--perf, --relay-cpus, --statsd*, --relay-config need --relay-bin")
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"Perf", c.Perf != ""}, {"RelayCPUs", c.RelayCPUs != ""}, {"StatsD", c.StatsD != ""},
+			{"StatsDListen", c.StatsDListen != ""}, {"RelayConfig", c.RelayConfig != nil}} {
+			if x.set {
+				return configerr.New(x.field, "needs a Relay to measure (%s)", "Builds")
+			}
 		}
 	}
 	if c.Perf != "" && c.CallGraph == "" {
@@ -323,14 +355,9 @@ func (c Config) withDefaults() (Config, error) {
 	switch c.CallGraph {
 	case "", "dwarf", "lbr", "fp":
 	default:
-		return bad("call graph %q: want dwarf, lbr or fp", c.CallGraph)
+		return configerr.Errorf("CallGraph", "%q: want dwarf, lbr or fp", c.CallGraph)
 	}
-	if c.Fault != nil {
-		if err := c.Fault.validate(c.Duration); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	return nil
 }
 
 // CountCPUs counts the CPUs in a taskset list such as "0", "0-3" or "0,2-3".

@@ -75,29 +75,34 @@ func TestConfigValidation(t *testing.T) {
 		{"no rates", func(c *Config) { c.Rates = nil }, "no rates"},
 		{"negative rate", func(c *Config) { c.Rates = []float64{-5} }, "rate -5"},
 		{"find-max with max", func(c *Config) { c.FindMax, c.Rates = true, []float64{100, RateMax} }, "max is not one"},
-		{"bad concurrency", func(c *Config) { c.Concurrency = -1 }, "concurrency -1"},
-		{"bad verify sampling", func(c *Config) { c.VerifyEnvelopeEvery = -2 }, "verify-envelope-every -2"},
-		{"find-max one bound", func(c *Config) { c.FindMax = true }, "two rates"},
+		{"bad concurrency", func(c *Config) { c.Concurrency = -1 }, "Concurrency: -1: want 1..10000"},
+		{"bad verify sampling", func(c *Config) { c.VerifyEnvelopeEvery = -2 }, "VerifyEnvelopeEvery: -2: want 1 or more"},
+		{"find-max one bound", func(c *Config) { c.FindMax = true }, "FindMax: wants two Rates, the bounds (e.g. 100,5000)"},
 		{"dup build", func(c *Config) { c.Builds = []Build{{Name: "a", Bin: "/x"}, {Name: "a", Bin: "/y"}} }, "used twice"},
 		{"bad build name", func(c *Config) { c.Builds = []Build{{Name: "a b", Bin: "/x"}} }, "build name"},
 		{"harness in compare", func(c *Config) { c.Builds = []Build{{Name: "a", Bin: "/x"}, {Name: "b"}} }, "no binary"},
 		{"statsd both", func(c *Config) {
 			c.Builds = []Build{{Bin: "/x"}}
 			c.StatsD, c.StatsDListen = "a:1", "b:2"
-		}, "exclusive"},
-		{"metric without receiver", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.StatsDMetrics = []string{"x"} }, "needs --statsd-listen"},
-		{"perf without relay", func(c *Config) { c.Perf = "x.data" }, "need --relay-bin"},
+		}, "StatsDListen: cannot be used with StatsD"},
+		{"metric without receiver", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.StatsDMetrics = []string{"x"} }, "StatsDMetrics: needs StatsDListen"},
+		{"perf without relay", func(c *Config) { c.Perf = "x.data" }, "Perf: needs a Relay to measure (Builds)"},
 		{"bad cpus", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.RelayCPUs = "1-0" }, "cpu list"},
-		{"bad call graph", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.Perf, c.CallGraph = "p", "magic" }, "call graph"},
-		{"negative duration", func(c *Config) { c.Duration = -time.Second }, "negative duration"},
+		{"bad call graph", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.Perf, c.CallGraph = "p", "magic" }, "CallGraph: \"magic\": want dwarf, lbr or fp"},
+		{"Duration: -1s: must not be negative", func(c *Config) { c.Duration = -time.Second }, "Duration: -1s: must not be negative"},
 	}
 	for _, tc := range tests {
 		c := ok
 		c.Builds = nil
 		tc.mod(&c)
 		_, err := c.withDefaults()
-		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		var ce *ConfigError
+		if err == nil || !errors.Is(err, ErrConfig) || !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want a ConfigError %q", tc.name, err, tc.want)
+		}
+		// Library errors name Config fields, never a command line's flags.
+		if err != nil && strings.Contains(err.Error(), "--") {
+			t.Errorf("%s: %q names a flag", tc.name, err)
 		}
 	}
 	c, err := ok.withDefaults()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/upstream"
 )
 
@@ -31,10 +32,10 @@ type Fault struct {
 	Delay    time.Duration `json:"delay_ns,omitempty"`
 }
 
-// ParseFault parses a --fault spec.
+// ParseFault parses a fault spec (Config.Fault); errors are *ConfigError.
 func ParseFault(spec string) (*Fault, error) {
 	bad := func(format string, a ...any) (*Fault, error) {
-		return nil, fmt.Errorf("%w: fault %q: "+format, append([]any{ErrConfig, spec}, a...)...)
+		return nil, configerr.Errorf("Fault", "%q: "+format, append([]any{spec}, a...)...)
 	}
 	f := &Fault{Spec: spec, Start: -1}
 	body, at, hasAt := strings.Cut(spec, "@")
@@ -133,8 +134,8 @@ func (f *Fault) validate(window time.Duration) error {
 		f.Start = min(window/4, 5*time.Second)
 	}
 	if f.Start+f.Duration > window {
-		return fmt.Errorf("%w: fault %q: starts at %s and lasts %s, past the %s measured window",
-			ErrConfig, f.Spec, f.Start, f.Duration, window)
+		return configerr.Errorf("Fault", "%q starts at %s and lasts %s, past the %s measured window",
+			f.Spec, f.Start, f.Duration, window)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/internal/profile"
 )
 
@@ -35,7 +36,7 @@ const FoldHint = "perf script -i FILE | inferno-collapse-perf | inferno-flamegra
 func preparePerf(ctx context.Context, mode string) (*perfPlan, error) {
 	bin, err := exec.LookPath("perf")
 	if err != nil {
-		return nil, fmt.Errorf("%w: --perf needs the perf tool, which is not installed (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r))", ErrConfig)
+		return nil, configerr.New("Perf", "needs the perf tool, which is not installed (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r))")
 	}
 	dir, err := os.MkdirTemp("", "relayload-perfprobe-")
 	if err != nil {

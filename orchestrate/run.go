@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/orchestrate/relayproc"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
@@ -65,7 +66,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			continue
 		}
 		if st, err := os.Stat(b.Bin); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return nil, fmt.Errorf("%w: build %s: %s is not an executable file", ErrConfig, b.Name, b.Bin)
+			return nil, configerr.Errorf("Builds", "build %s: %s is not an executable file", b.Name, b.Bin)
 		}
 	}
 	r := &runner{cfg: cfg}
@@ -110,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	if cfg.Perf != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.Perf), 0o755); err != nil {
-			return nil, fmt.Errorf("%w: --perf: %v", ErrConfig, err)
+			return nil, configerr.Wrap("Perf", err)
 		}
 		r.perf, err = preparePerf(ctx, cfg.CallGraph)
 		if err != nil {
@@ -123,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.StatsDListen != "" {
 		r.statsd, err = statsd.Listen(ctx, cfg.StatsDListen)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --statsd-listen: %v", ErrConfig, err)
+			return nil, configerr.Wrap("StatsDListen", err)
 		}
 		defer r.statsd.Close()
 	}
@@ -140,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	r.projects, err = projects.Generate(cfg.Seed, cfg.Projects)
 	if err != nil {
-		return nil, fmt.Errorf("%w: projects: %v", ErrConfig, err)
+		return nil, configerr.Wrap("Projects", err)
 	}
 	r.logf("building a pool of %d envelopes (seed %d, %d projects)", cfg.PoolSize, cfg.Seed, cfg.Projects)
 	r.pool, err = pool.Build(ctx, pool.Options{
@@ -152,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Interrupted = true
 			return rep, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: pool: %v", ErrConfig, err)
+		return nil, configerr.Wrap("PoolSize", err)
 	}
 	rep.Setup.Mix = r.pool.Options.Mix.String()
 	rep.Setup.UserAgents = r.pool.Options.UserAgents
@@ -242,19 +243,19 @@ func (r *runner) pinHarness() (cpus string, restore func(), err error) {
 	inAllowed := func(list []int, what string) error {
 		for _, c := range list {
 			if !slices.Contains(allowed, c) {
-				return fmt.Errorf("%w: %s: CPU %d is not available (allowed: %s)", ErrConfig, what, c, relayproc.FormatCPUList(allowed))
+				return configerr.Errorf(what, "CPU %d is not available (allowed: %s)", c, relayproc.FormatCPUList(allowed))
 			}
 		}
 		return nil
 	}
 	relay, _ := relayproc.ParseCPUList(r.cfg.RelayCPUs)
-	if err := inAllowed(relay, "--relay-cpus"); r.cfg.RelayCPUs != "" && err != nil {
+	if err := inAllowed(relay, "RelayCPUs"); r.cfg.RelayCPUs != "" && err != nil {
 		return "", restore, err
 	}
 	var harness []int
 	if r.cfg.HarnessCPUs != "" {
 		harness, _ = relayproc.ParseCPUList(r.cfg.HarnessCPUs)
-		if err := inAllowed(harness, "--harness-cpus"); err != nil {
+		if err := inAllowed(harness, "HarnessCPUs"); err != nil {
 			return "", restore, err
 		}
 	} else {
