@@ -20,24 +20,34 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 	}{
 		{[]string{}, "--rates is required"},
 		{[]string{"--rates", "100,abc"}, `"abc" is not a positive number`},
-		{[]string{"--rates", "100", "--nope"}, "flag provided but not defined: -nope"},
-		{[]string{"--rates", "100", "--duration", "soon"}, "invalid value"},
+		{[]string{"--rates", "100", "--nope"}, "unknown flag --nope (see --help)"},
+		{[]string{"--rates", "100", "--duration", "soon"}, `--duration "soon": not a duration`},
+		{[]string{"--rates", "100", "--duration", "5"}, "--duration 5: a duration needs a unit, e.g. 5s or 5ms"},
+		{[]string{"--rates", "100", "--duration", "0s"}, "--duration 0s: want a duration above 0"},
+		{[]string{"--rates", "100", "--rounds", "0"}, "--rounds 0: want 1 or more"},
+		{[]string{"--rates", "100", "--pool", "0"}, "--pool 0: want 1 or more"},
+		{[]string{"--rates", "100", "--projects", "0"}, "--projects 0: want 1 or more"},
+		{[]string{"--rates", "100", "--verify-envelope-every", "0"}, "--verify-envelope-every 0: want 1 or more"},
+		{[]string{"--rates", "100", "--max-relay-rss", "lots"}, `--max-relay-rss "lots": want a size`},
+		{[]string{"--rates", "100", "--rounds", "500"}, "--rounds: 500: want 1..100"},
 		{[]string{"--rates", "100", "--mix", "errors=x"}, "--mix"},
 		{[]string{"--rates", "100", "--encoding", "lzma"}, "--encoding"},
 		{[]string{"--rates", "100", "--fault", "flood=1s"}, "unknown kind"},
 		{[]string{"--rates", "100", "--compare", "x"}, "want NAME=BIN"},
 		{[]string{"--rates", "100", "--compare", "b=/bin/true"}, "needs --relay-bin"},
-		{[]string{"--rates", "100", "--find-max"}, "two rates"},
+		{[]string{"--rates", "100", "--find-max"}, "--find-max: wants two --rates, the bounds"},
 		{[]string{"--rates", "100", "--relay-bin", "/nonexistent/relay"}, "not an executable file"},
 		{[]string{"--rates", "100", "--relay-config", "/nonexistent.yml"}, "--relay-config"},
-		{[]string{"--rates", "100", "--perf", "x.data"}, "need --relay-bin"},
+		{[]string{"--rates", "100", "--perf", "x.data"}, "--perf: needs a Relay to measure (--relay-bin)"},
+		{[]string{"--rates", "100", "--fault", "outage=40s"}, "--fault: \"outage=40s\" starts at"},
 		{[]string{"--rates", "100", "extra"}, "unexpected argument"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)
 		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
-		if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "orchestrate: ") {
+		if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "orchestrate: ") ||
+			!strings.HasSuffix(lines[0], " (see --help)") || strings.Contains(lines[0], "orchestrate: orchestrate") || strings.Contains(lines[0], "bad config") {
 			t.Errorf("%v: exit %d, stderr %q, want exit 2 and one line with %q", tc.args, code, stderr.String(), tc.want)
 		}
 		if stdout.Len() != 0 {
