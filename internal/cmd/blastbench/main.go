@@ -36,6 +36,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/orchestrate/relayproc"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 )
@@ -45,10 +46,180 @@ func main() {
 		sink()
 		return
 	}
-	if err := bench(); err != nil {
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err == nil {
+		err = bench(o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "blastbench:", err)
 		os.Exit(1)
 	}
+}
+
+// options are blastbench's flags.
+type options struct {
+	blastBin, vegeta string
+	rates            []float64
+	duration, warmup time.Duration
+	poolSize         int
+	encoding, mix    string
+	clients          []string // blast's --client values
+	vegetaWorkers    []string // "default" or a worker count
+	workDir          string
+	repeat           int
+	upstream         string // fake-upstream binary, or "" for the null sink
+}
+
+// parseFlags parses args into options with fs (flag.CommandLine in main, so
+// a bad flag exits 2 with usage).
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	var (
+		o        options
+		ratesS   string
+		clientsS string
+		vegetaW  string
+	)
+	fs.StringVar(&o.blastBin, "blast", "", "blast binary (required)")
+	fs.StringVar(&o.vegeta, "vegeta", "", "vegeta binary (optional)")
+	fs.StringVar(&ratesS, "rates", "10000,20000", "rates to run")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measured duration per run")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "warm-up before each run")
+	fs.IntVar(&o.poolSize, "pool", 20000, "pool size")
+	fs.StringVar(&o.encoding, "encoding", "zstd", "pool encoding")
+	fs.StringVar(&o.mix, "mix", pool.DefaultMix, "pool mix")
+	fs.StringVar(&clientsS, "clients", "fasthttp", "blast clients to measure (fasthttp,net/http)")
+	fs.StringVar(&vegetaW, "vegeta-workers", "default,128", "vegeta worker configs: default (unbounded) and/or a number for -workers=-max-workers")
+	fs.StringVar(&o.workDir, "dir", "", "work directory (default: a temp dir, removed)")
+	fs.IntVar(&o.repeat, "repeat", 1, "runs of each blast configuration (the box is noisy: every run is listed)")
+	fs.StringVar(&o.upstream, "upstream", "", "fake-upstream binary: use it (decoding and counting every envelope) as the sink instead of the null sink")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if o.blastBin == "" {
+		return options{}, errors.New("-blast is required")
+	}
+	for _, s := range strings.Split(ratesS, ",") {
+		r, err := strconv.ParseFloat(s, 64)
+		if err != nil || r <= 0 {
+			return options{}, fmt.Errorf("bad rate %q", s)
+		}
+		o.rates = append(o.rates, r)
+	}
+	o.clients = strings.Split(clientsS, ",")
+	o.vegetaWorkers = strings.Split(vegetaW, ",")
+	o.repeat = max(o.repeat, 1)
+	return o, nil
+}
+
+// bench runs every configuration against one sink and prints the table.
+func bench(o options) error {
+	dir := o.workDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "blastbench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	s, err := startSink(o.upstream)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	fmt.Fprintf(os.Stderr, "sink pid %d at %s\n", s.pid(), s.target)
+	rows, err := runAll(o, dir, s)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%d-envelope %s pool, mix %s, %s measured after %s warm-up; %s in its own process; loopback; %d CPUs\n",
+		o.poolSize, o.encoding, o.mix, o.duration, o.warmup, s.name, numCPU())
+	printRows(os.Stdout, rows)
+	return nil
+}
+
+// sinkProc is the sink process the generators send to.
+type sinkProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	target string // http://ADDR
+	name   string // for the table's heading
+}
+
+// startSink starts this binary in sink mode, or upBin (fake-upstream) if
+// set, and reads the address it prints.
+func startSink(upBin string) (*sinkProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	s := &sinkProc{cmd: exec.Command(self, "sink"), name: "null fasthttp sink"}
+	if upBin != "" {
+		// blast's default --seed and --projects: the same projects.
+		s.cmd = exec.Command(upBin, "--listen", "127.0.0.1:0", "--seed", "1", "--projects", "100")
+		s.name = "fake-upstream"
+	}
+	s.stdin, _ = s.cmd.StdinPipe()
+	out, _ := s.cmd.StdoutPipe()
+	s.cmd.Stderr = os.Stderr
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("sink: %w", err)
+	}
+	s.target = "http://" + strings.TrimSpace(addr)
+	return s, nil
+}
+
+func (s *sinkProc) pid() int { return s.cmd.Process.Pid }
+
+// stop closes the sink's stdin (the null sink exits), interrupts it
+// (fake-upstream exits) and reaps it.
+func (s *sinkProc) stop() {
+	s.stdin.Close()
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	_ = s.cmd.Wait()
+}
+
+// runAll measures blast for every rate, client and repeat, then vegeta for
+// every rate and worker config, printing each row to stderr as it comes.
+func runAll(o options, dir string, s *sinkProc) ([]row, error) {
+	var rows []row
+	add := func(r row) {
+		rows = append(rows, r)
+		printRows(os.Stderr, rows[len(rows)-1:])
+	}
+	for _, rate := range o.rates {
+		for _, client := range o.clients {
+			for range o.repeat {
+				r, err := runBlast(o, dir, s.target, s.pid(), rate, client)
+				if err != nil {
+					return nil, err
+				}
+				add(r)
+			}
+		}
+	}
+	if o.vegeta == "" {
+		return rows, nil
+	}
+	targets := filepath.Join(dir, "targets.json")
+	if err := vegetaTargets(o.blastBin, dir, s.target, targets, o.poolSize, o.encoding, o.mix); err != nil {
+		return nil, err
+	}
+	for _, rate := range o.rates {
+		for _, w := range o.vegetaWorkers {
+			r, err := runVegeta(o.vegeta, dir, targets, s.pid(), rate, w, o.duration+o.warmup)
+			if err != nil {
+				return nil, err
+			}
+			add(r)
+		}
+	}
+	return rows, nil
 }
 
 // sink is the null sink: a fasthttp server that reads each body and answers
@@ -95,109 +266,6 @@ type row struct {
 	note            string
 }
 
-func bench() error {
-	var (
-		blastBin = flag.String("blast", "", "blast binary (required)")
-		vegeta   = flag.String("vegeta", "", "vegeta binary (optional)")
-		ratesS   = flag.String("rates", "10000,20000", "rates to run")
-		duration = flag.Duration("duration", 5*time.Second, "measured duration per run")
-		warmup   = flag.Duration("warmup", time.Second, "warm-up before each run")
-		poolSize = flag.Int("pool", 20000, "pool size")
-		encoding = flag.String("encoding", "zstd", "pool encoding")
-		mix      = flag.String("mix", pool.DefaultMix, "pool mix")
-		clientsS = flag.String("clients", "fasthttp", "blast clients to measure (fasthttp,net/http)")
-		vegetaW  = flag.String("vegeta-workers", "default,128", "vegeta worker configs: default (unbounded) and/or a number for -workers=-max-workers")
-		workDir  = flag.String("dir", "", "work directory (default: a temp dir, removed)")
-		repeat   = flag.Int("repeat", 1, "runs of each blast configuration (the box is noisy: every run is listed)")
-		upBin    = flag.String("upstream", "", "fake-upstream binary: use it (decoding and counting every envelope) as the sink instead of the null sink")
-	)
-	flag.Parse()
-	if *blastBin == "" {
-		return errors.New("-blast is required")
-	}
-	dir := *workDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "blastbench")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	var rates []float64
-	for _, s := range strings.Split(*ratesS, ",") {
-		r, err := strconv.ParseFloat(s, 64)
-		if err != nil || r <= 0 {
-			return fmt.Errorf("bad rate %q", s)
-		}
-		rates = append(rates, r)
-	}
-
-	// The sink: this binary in sink mode (or fake-upstream), a separate process.
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	sinkCmd := exec.Command(self, "sink")
-	sinkName := "null fasthttp sink"
-	if *upBin != "" {
-		// blast's default --seed and --projects: the same projects.
-		sinkCmd = exec.Command(*upBin, "--listen", "127.0.0.1:0", "--seed", "1", "--projects", "100")
-		sinkName = "fake-upstream"
-	}
-	sinkIn, _ := sinkCmd.StdinPipe()
-	sinkOut, _ := sinkCmd.StdoutPipe()
-	sinkCmd.Stderr = os.Stderr
-	if err := sinkCmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		sinkIn.Close()
-		_ = sinkCmd.Process.Signal(os.Interrupt)
-		_ = sinkCmd.Wait()
-	}()
-	addr, err := bufio.NewReader(sinkOut).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("sink: %w", err)
-	}
-	target := "http://" + strings.TrimSpace(addr)
-	fmt.Fprintf(os.Stderr, "sink pid %d at %s\n", sinkCmd.Process.Pid, target)
-
-	var rows []row
-	for _, rate := range rates {
-		for _, client := range strings.Split(*clientsS, ",") {
-			for range max(*repeat, 1) {
-				r, err := runBlast(*blastBin, dir, target, sinkCmd.Process.Pid, rate, client, *duration, *warmup, *poolSize, *encoding, *mix)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, r)
-				printRows(os.Stderr, rows[len(rows)-1:])
-			}
-		}
-	}
-	if *vegeta != "" {
-		targets := filepath.Join(dir, "targets.json")
-		if err := vegetaTargets(*blastBin, dir, target, targets, *poolSize, *encoding, *mix); err != nil {
-			return err
-		}
-		for _, rate := range rates {
-			for _, w := range strings.Split(*vegetaW, ",") {
-				r, err := runVegeta(*vegeta, dir, targets, sinkCmd.Process.Pid, rate, w, *duration+*warmup)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, r)
-				printRows(os.Stderr, rows[len(rows)-1:])
-			}
-		}
-	}
-	fmt.Printf("\n%d-envelope %s pool, mix %s, %s measured after %s warm-up; %s in its own process; loopback; %d CPUs\n",
-		*poolSize, *encoding, *mix, *duration, *warmup, sinkName, numCPU())
-	printRows(os.Stdout, rows)
-	return nil
-}
-
 func printRows(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tool\tconfig\ttarget/s\tachieved/s\tworst 1s window\tlag p99\tlag p99.9\tlatency p50\tlatency p99\tCPU/req\tsink CPU/req\tpeak RSS sending\tpool bodies\terrors\tdropped\tloadavg\t")
@@ -224,68 +292,102 @@ func fmtD(d time.Duration) string {
 }
 
 // runBlast runs the blast binary once and measures it.
-func runBlast(bin, dir, target string, sinkPID int, rate float64, client string, d, warmup time.Duration, size int, enc, mix string) (row, error) {
+func runBlast(o options, dir, target string, sinkPID int, rate float64, client string) (row, error) {
 	out := filepath.Join(dir, fmt.Sprintf("blast-%s-%.0f.json", strings.ReplaceAll(client, "/", ""), rate))
-	cmd := exec.Command(bin, "--target", target, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
-		"--duration", d.String(), "--warmup", warmup.String(), "--pool", strconv.Itoa(size), "--encoding", enc,
-		"--mix", mix, "--client", client, "--out", out)
+	cmd := exec.Command(o.blastBin, "--target", target, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
+		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "--pool", strconv.Itoa(o.poolSize),
+		"--encoding", o.encoding, "--mix", o.mix, "--client", client, "--out", out)
 	stderr, _ := cmd.StderrPipe()
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		return row{}, err
 	}
-	// Sending starts right after blast reports the pool built.
-	var cpu0, sink0 time.Duration
-	var poolHWM int64
 	var sendHWM atomic.Int64
 	hwmDone := make(chan struct{})
-	var started time.Time
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "pool: ") {
-			cpu0, _ = procCPU(cmd.Process.Pid)
-			sink0, _ = procCPU(sinkPID)
-			poolHWM, _ = procStatus(cmd.Process.Pid, "VmRSS:")
-			// Reset the high-water mark: building the pool peaks far above
-			// what sending needs, and that peak is pool's, not blast's.
-			_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", cmd.Process.Pid), []byte("5"), 0)
-			started = time.Now()
-			go pollHWM(cmd.Process.Pid, &sendHWM, hwmDone)
-			go io.Copy(io.Discard, stderr)
-			break
-		}
-		fmt.Fprintln(os.Stderr, "blast:", line)
-	}
+	m := waitSending(cmd.Process.Pid, sinkPID, stderr, &sendHWM, hwmDone)
 	err := cmd.Wait()
 	close(hwmDone)
-	sink1, _ := procCPU(sinkPID)
-	wall := time.Since(started)
+	m.sinkCPU1, _ = relayproc.CPUTime(sinkPID)
+	m.wall = time.Since(m.started)
 	if err != nil {
 		return row{}, fmt.Errorf("blast: %w\n%s", err, stdout.String())
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu1 := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	m.cpu1, m.buildPeak = usage(cmd.ProcessState)
+	m.sendHWM = sendHWM.Load()
 	res, err := blast.ReadFile(out)
 	if err != nil {
 		return row{}, err
 	}
 	fmt.Fprint(os.Stderr, stdout.String())
+	return blastRow(res, rate, client, m), nil
+}
+
+// blastRun is what runBlast measured around one blast run, from the kernel.
+type blastRun struct {
+	started            time.Time     // when sending started
+	wall               time.Duration // from then to blast's exit
+	cpu0, cpu1         time.Duration // blast's CPU time then and at exit
+	sinkCPU0, sinkCPU1 time.Duration // the sink's
+	poolRSS            int64         // blast's RSS when sending started (the pool built)
+	sendHWM            int64         // peak RSS while sending
+	buildPeak          int64         // getrusage's peak RSS (the build's), bytes
+}
+
+// waitSending echoes blast's stderr until it reports the pool built, then
+// takes the readings at the start of sending, resets blast's peak RSS and
+// starts pollHWM (stopped by closing done). If the line never comes, it
+// returns when stderr ends, with only started unset.
+func waitSending(pid, sinkPID int, stderr io.Reader, hwm *atomic.Int64, done chan struct{}) blastRun {
+	var m blastRun
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "pool: ") {
+			m.cpu0, _ = relayproc.CPUTime(pid)
+			m.sinkCPU0, _ = relayproc.CPUTime(sinkPID)
+			if mem, err := relayproc.ProcessMemory(pid); err == nil {
+				m.poolRSS = int64(mem.RSS)
+			}
+			// Reset the high-water mark: building the pool peaks far above
+			// what sending needs, and that peak is pool's, not blast's.
+			_ = relayproc.ResetPeakRSS(pid)
+			m.started = time.Now()
+			go pollHWM(pid, hwm, done)
+			go io.Copy(io.Discard, stderr)
+			break
+		}
+		fmt.Fprintln(os.Stderr, "blast:", line)
+	}
+	return m
+}
+
+// usage is a finished child's CPU time (user+system) and peak RSS in bytes
+// from getrusage.
+func usage(ps *os.ProcessState) (cpu time.Duration, maxRSS int64) {
+	cpu = ps.UserTime() + ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		maxRSS = ru.Maxrss << 10 // Linux reports KiB
+	}
+	return cpu, maxRSS
+}
+
+// blastRow is the table row of one blast run.
+func blastRow(res *blast.Result, rate float64, client string, m blastRun) row {
 	n := res.Sent + res.WarmupSent
 	r := row{
 		tool: "blast", config: client, rate: rate, achieved: res.AchievedRate(),
 		lagP99: res.Lag.Quantile(0.99), lagP999: res.Lag.Quantile(0.999),
 		latP50: res.Latency.Quantile(0.5), latP99: res.Latency.Quantile(0.99),
-		requests: n, rssMB: float64(sendHWM.Load()) / (1 << 20), poolMB: float64(res.PoolBytes) / (1 << 20),
+		requests: n, rssMB: float64(m.sendHWM) / (1 << 20), poolMB: float64(res.PoolBytes) / (1 << 20),
 		dropped: res.Dropped, load: loadavg(),
 	}
 	for _, e := range res.Errors {
 		r.errors += e
 	}
 	if n > 0 {
-		r.cpuPerReq = (cpu1 - cpu0) / time.Duration(n)
-		r.sinkCPUPerReq = (sink1 - sink0) / time.Duration(n)
+		r.cpuPerReq = (m.cpu1 - m.cpu0) / time.Duration(n)
+		r.sinkCPUPerReq = (m.sinkCPU1 - m.sinkCPU0) / time.Duration(n)
 	}
 	devs := res.WindowDeviations()
 	r.windows = len(devs)
@@ -295,11 +397,11 @@ func runBlast(bin, dir, target string, sinkPID int, rate float64, client string,
 		}
 	}
 	r.note = fmt.Sprintf("RSS when sending starts %.1f MB (build peak %.0f MB); sending wall %.1fs; targets: %s",
-		float64(poolHWM)/(1<<20), float64(ru.Maxrss)/1024, wall.Seconds(), verdict(r))
+		float64(m.poolRSS)/(1<<20), float64(m.buildPeak)/(1<<20), m.wall.Seconds(), verdict(r))
 	if res.Invalid {
 		r.note += "; INVALID: " + strings.Join(res.InvalidReasons, "; ")
 	}
-	return r, nil
+	return r
 }
 
 func abs(f float64) float64 { return max(f, -f) }
@@ -383,13 +485,12 @@ func runVegeta(bin, dir, targets string, sinkPID int, rate float64, workers stri
 	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	sink0, _ := procCPU(sinkPID)
+	sink0, _ := relayproc.CPUTime(sinkPID)
 	if err := cmd.Run(); err != nil {
 		return row{}, fmt.Errorf("vegeta attack: %w: %s", err, stderr.String())
 	}
-	sink1, _ := procCPU(sinkPID)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	sink1, _ := relayproc.CPUTime(sinkPID)
+	cpu, maxRSS := usage(cmd.ProcessState)
 	rep, err := exec.Command(bin, "report", "-type", "json", results).Output()
 	if err != nil {
 		return row{}, fmt.Errorf("vegeta report: %w", err)
@@ -409,61 +510,54 @@ func runVegeta(bin, dir, targets string, sinkPID int, rate float64, workers stri
 		return row{}, err
 	}
 	r := row{tool: "vegeta", config: cfg, rate: rate, achieved: vr.Rate, latP50: vr.Latencies.P50, latP99: vr.Latencies.P99,
-		requests: vr.Requests, rssMB: float64(ru.Maxrss) / 1024, load: loadavg()}
+		requests: vr.Requests, rssMB: float64(maxRSS) / (1 << 20), load: loadavg()}
 	if vr.Requests > 0 {
 		r.cpuPerReq = cpu / time.Duration(vr.Requests)
 		r.sinkCPUPerReq = (sink1 - sink0) / time.Duration(vr.Requests)
 		r.errors = vr.Requests - int64(vr.Codes["200"])
 	}
 	// Per-second windows from the results' timestamps (first second = warm-up, skipped).
-	enc := exec.Command(bin, "encode", "-to", "csv", results)
-	csv, err := enc.Output()
-	if err == nil {
-		var t0 int64 = -1
-		perSec := map[int64]int64{}
-		for _, line := range strings.Split(string(csv), "\n") {
-			ts, _, ok := strings.Cut(line, ",")
-			if !ok {
-				continue
-			}
-			ns, err := strconv.ParseInt(ts, 10, 64)
-			if err != nil {
-				continue
-			}
-			if t0 < 0 || ns < t0 {
-				t0 = ns
-			}
-			perSec[ns]++
-		}
-		win := map[int64]int64{}
-		for ns, c := range perSec {
-			win[(ns-t0)/1e9] += c
-		}
-		last := int64(d / time.Second)
-		for s := int64(1); s < last; s++ {
-			dv := float64(win[s])/rate - 1
-			r.windows++
-			if abs(dv) > abs(r.worstWindow) {
-				r.worstWindow = dv
-			}
-		}
+	if csv, err := exec.Command(bin, "encode", "-to", "csv", results).Output(); err == nil {
+		r.windows, r.worstWindow = vegetaWindows(csv, rate, d)
 	}
 	r.note = "latency from vegeta's own send time (not intended time)"
 	return r, nil
 }
 
-// procCPU is utime+stime of pid from /proc/PID/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
+// vegetaWindows counts the requests of `vegeta encode -to csv` output (one
+// line per request, the first field its send time in Unix ns) per second from
+// the first, and returns the number of full windows after the first (a
+// warm-up) before d, and the relative deviation from rate of the worst one.
+func vegetaWindows(csv []byte, rate float64, d time.Duration) (windows int, worst float64) {
+	var t0 int64 = -1
+	perSec := map[int64]int64{}
+	for _, line := range strings.Split(string(csv), "\n") {
+		ts, _, ok := strings.Cut(line, ",")
+		if !ok {
+			continue
+		}
+		ns, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			continue
+		}
+		if t0 < 0 || ns < t0 {
+			t0 = ns
+		}
+		perSec[ns]++
 	}
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+2:]))
-	// fields after ")": state(0) ... utime(11) stime(12), in clock ticks
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * (time.Second / 100), nil // CLK_TCK = 100
+	win := map[int64]int64{}
+	for ns, c := range perSec {
+		win[(ns-t0)/1e9] += c
+	}
+	last := int64(d / time.Second)
+	for s := int64(1); s < last; s++ {
+		dv := float64(win[s])/rate - 1
+		windows++
+		if abs(dv) > abs(worst) {
+			worst = dv
+		}
+	}
+	return windows, worst
 }
 
 // pollHWM keeps the latest VmHWM of pid (monotonic after clear_refs) until done.
@@ -471,8 +565,8 @@ func pollHWM(pid int, hwm *atomic.Int64, done chan struct{}) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if v, err := procStatus(pid, "VmHWM:"); err == nil && v > hwm.Load() {
-			hwm.Store(v)
+		if m, err := relayproc.ProcessMemory(pid); err == nil && int64(m.Peak) > hwm.Load() {
+			hwm.Store(int64(m.Peak))
 		}
 		select {
 		case <-done:
@@ -482,31 +576,18 @@ func pollHWM(pid int, hwm *atomic.Int64, done chan struct{}) {
 	}
 }
 
-// procStatus is a kB field of /proc/PID/status in bytes.
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, nil
-		}
-	}
-	return 0, errors.New("no " + field)
-}
-
+// loadavg is the load average as /proc/loadavg shows it ("0.46 1.33 1.57"),
+// or "?" if it cannot be read.
 func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
+	l, err := relayproc.SystemLoadAvg()
+	if err != nil {
 		return "?"
 	}
-	return strings.Join(f[:3], " ")
+	return l.String()
 }
 
+// numCPU is the number of processors /proc/cpuinfo lists (0 if unreadable).
 func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return bytes.Count(b, []byte("processor\t:"))
+	n, _ := relayproc.CPUCount()
+	return n
 }
