@@ -4,10 +4,10 @@ import "strconv"
 
 // codeLine returns one plausible source line in the platform's language.
 // The result aliases a scratch buffer, valid until the next call.
-func (g *gen) codeLine(lang byte) []byte {
+func (g *gen) codeLine(lang language) []byte {
 	a, b, n := g.noun(), g.noun(), strconv.Itoa(g.r.IntN(100))
 	switch lang {
-	case 'p':
+	case langPython:
 		switch g.r.IntN(12) {
 		case 0:
 			return g.cat("    ", a, " = self.", g.snake(), "(", b, "_id=", b, ".id)")
@@ -33,7 +33,7 @@ func (g *gen) codeLine(lang byte) []byte {
 			return g.cat("def ", g.snake(), "(self, ", a, ", ", b, "=None, **kwargs):")
 		}
 		return g.cat("        ", a, ".", b, " = ", n)
-	case 'j':
+	case langJavaScript:
 		switch g.r.IntN(12) {
 		case 0:
 			return g.cat("  const ", a, " = await ", g.camel(), "(", b, ".id);")
@@ -59,9 +59,9 @@ func (g *gen) codeLine(lang byte) []byte {
 			return g.cat("  ", a, ".", b, " = ", a, ".", b, " ?? ", n, ";")
 		}
 		return g.cat("  console.debug('", g.verb(), "', ", a, ");")
-	case 'J':
+	case langJava:
 		return g.cat("        ", a, "Repository.", g.camel(), "(", b, ".getId());")
-	case 'g':
+	case langGo:
 		switch g.r.IntN(10) {
 		case 0:
 			return g.cat("\t", a, ", err := s.", title(g.camel()), "(ctx, ", b, "ID)")
@@ -104,7 +104,7 @@ func pyBool(b bool) string {
 }
 
 // varValue returns a repr-style local variable value.
-func (g *gen) varValue(lang byte) (string, func(w *jw)) {
+func (g *gen) varValue(lang language) (string, func(w *jw)) {
 	switch g.r.IntN(7) {
 	case 0:
 		v := int64(g.r.IntN(100000))
@@ -113,7 +113,7 @@ func (g *gen) varValue(lang byte) (string, func(w *jw)) {
 		s := "'" + g.adjective() + "'"
 		return s, nil
 	case 2:
-		if lang == 'p' {
+		if lang == langPython {
 			return "<" + title(g.noun()) + ": " + title(g.noun()) + " object (" + strconv.Itoa(g.r.IntN(99999)) + ")>", nil
 		}
 		return "[object Object]", nil

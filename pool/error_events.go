@@ -15,13 +15,13 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 	w.open()
 	n := g.noun()
 	switch p.lang {
-	case 'p':
+	case langPython:
 		file := n + "s/" + g.pickS([]string{"views", "services", "models", "tasks", "serializers", "utils", "api"}) + ".py"
 		w.kstr("filename", file)
 		w.kstrs("abs_path", "/app/", file)
 		w.kstr("function", g.snake())
 		w.kstr("module", file[:len(file)-3])
-	case 'j':
+	case langJavaScript:
 		if p.browser {
 			w.kstrs("filename", "app:///assets/", n, "-", g.bundle, ".js")
 			w.kstrs("abs_path", "https://", g.host, "/assets/", n, "-", g.bundle, ".js")
@@ -38,28 +38,28 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 			w.kstrs("module", "dist.", n, "s:", n)
 		}
 		w.kint("colno", int64(1+g.r.IntN(80)))
-	case 'J':
+	case langJava:
 		cls := title(n) + g.pickS([]string{"Service", "Controller", "Repository", "Mapper", "Handler"})
 		w.kstrs("filename", cls, ".java")
 		w.kstrs("module", "com.shop.", n, ".", cls)
 		w.kstr("function", g.camel())
-	case 'g':
+	case langGo:
 		file := g.s("internal/", n, "/", g.noun(), ".go")
 		w.kstr("filename", file)
 		w.kstrs("abs_path", "/src/", file)
 		w.kstrs("module", "github.com/acme/shop/internal/", n)
 		w.kstrs("function", "(*", title(g.noun()), "Service).", title(g.camel()))
-	case 's':
+	case langSwift:
 		w.kstrs("function", title(n), "ViewController.", g.camel(), "()")
 		w.kstrs("package", "/private/var/containers/Bundle/Application/", g.bundle, "/Shop.app/Shop")
 		w.kstr("image_addr", "0x104f4c000")
 		w.kstrs("instruction_addr", "0x104f", g.hexID(5))
 	}
-	if p.lang != 's' {
+	if p.lang != langSwift {
 		w.kint("lineno", int64(1+g.r.IntN(900)))
 	}
 	w.kbool("in_app", true)
-	if p.lang != 's' && g.r.IntN(100) < p.ctxLines {
+	if p.lang != langSwift && g.r.IntN(100) < p.ctxLines {
 		g.contextLines(w, p.lang)
 	}
 	if vars != nil {
@@ -74,11 +74,11 @@ func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
 	w.close()
 }
 
-func (g *gen) someVars(w *jw, lang byte, n int) {
+func (g *gen) someVars(w *jw, lang language, n int) {
 	var names [8]string
 	for j := 0; j < n && j < len(names); j++ {
 		name := g.noun() + suffixes[g.r.IntN(len(suffixes))]
-		if j == 0 && lang == 'p' {
+		if j == 0 && lang == langPython {
 			name = "self"
 		}
 		if slicesContains(names[:j], name) || name == "api_key" {
@@ -97,7 +97,7 @@ func (g *gen) someVars(w *jw, lang byte, n int) {
 
 var suffixes = []string{"", "", "_id", "s", "_count", "_list", "_map", "_at", "_data"}
 
-func (g *gen) contextLines(w *jw, lang byte) {
+func (g *gen) contextLines(w *jw, lang language) {
 	w.arr("pre_context")
 	for j := 0; j < 5; j++ {
 		w.strBytes(g.codeLine(lang))
@@ -117,12 +117,12 @@ func (g *gen) libFrame(w *jw, p *platform) {
 	f := p.libs[g.r.IntN(len(p.libs))]
 	w.open()
 	switch p.lang {
-	case 'p':
+	case langPython:
 		w.kstr("filename", f.file)
 		w.kstrs("abs_path", "/usr/local/lib/python3.12/site-packages/", f.file)
 		w.kstr("function", f.function)
 		w.kstr("module", f.module)
-	case 'j':
+	case langJavaScript:
 		if p.browser {
 			w.kstrs("filename", "app:///assets/vendor-", g.bundle, ".js")
 			w.kstrs("abs_path", "https://", g.host, "/assets/vendor-", g.bundle, ".js")
@@ -133,26 +133,26 @@ func (g *gen) libFrame(w *jw, p *platform) {
 		}
 		w.kstr("function", f.function)
 		w.kint("colno", int64(1+fnHash(f.function)%60000))
-	case 'J':
+	case langJava:
 		w.kstr("filename", f.file)
 		w.kstr("module", f.module)
 		w.kstr("function", f.function)
-	case 'g':
+	case langGo:
 		w.kstr("filename", f.file[len(f.file)-len(lastPath(f.file)):])
 		w.kstr("abs_path", f.file)
 		w.kstr("module", f.module)
 		w.kstr("function", f.function)
-	case 's':
+	case langSwift:
 		w.kstr("function", f.function)
 		w.kstrs("package", "/System/Library/Frameworks/", f.module, ".framework/", f.module)
 		w.kstrs("image_addr", "0x18", g.hexID(7))
 		w.kstrs("instruction_addr", "0x18", g.hexID(7))
 	}
-	if p.lang != 's' {
+	if p.lang != langSwift {
 		w.kint("lineno", int64(1+fnHash(f.function+f.file)%2000)) // a library function sits at one line
 	}
 	w.kbool("in_app", false)
-	if (p.lang == 'p' || p.lang == 'g') && g.r.IntN(100) < 15 {
+	if (p.lang == langPython || p.lang == langGo) && g.r.IntN(100) < 15 {
 		// A library function's source is the same wherever it appears:
 		// draw its lines from a stream seeded by the function.
 		main := g.r
@@ -161,7 +161,7 @@ func (g *gen) libFrame(w *jw, p *platform) {
 		g.contextLines(w, p.lang)
 		g.r = main
 	}
-	if p.lang == 'p' && g.r.IntN(100) < 25 {
+	if p.lang == langPython && g.r.IntN(100) < 25 {
 		w.obj("vars")
 		g.someVars(w, p.lang, 1+g.r.IntN(4))
 		w.close()

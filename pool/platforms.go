@@ -10,19 +10,32 @@ type platform struct {
 	sdk          string
 	sdkVersion   string
 	integrations []string
-	pkg          string // sdk.packages name
-	lang         byte   // context-line style: 'p'ython, 'j's, 'J'ava, 'g'o, 's'wift
-	browser      bool   // runs in the browser: needs a browser agent
-	mobile       bool   // native app
-	server       bool   // server-side: has server_name, runtime
-	vars         int    // percent of in-app frames with vars
-	ctxLines     int    // percent of in-app frames with context lines
+	pkg          string   // sdk.packages name
+	lang         language // frame, code-line, vars and SQL placeholder style
+	browser      bool     // runs in the browser: needs a browser agent
+	mobile       bool     // native app
+	server       bool     // server-side: has server_name, runtime
+	vars         int      // percent of in-app frames with vars
+	ctxLines     int      // percent of in-app frames with context lines
 	libs         []libFrame
 	excs         []excType
 	mechanisms   []string
 	runtime      [2]string
 	logger       string
 }
+
+// language is the language a platform's code is written in: it decides how
+// frames are named, what source and context lines look like, the repr of
+// local variables and the SQL placeholder style.
+type language uint8
+
+const (
+	langPython     language = iota + 1 // Django: .py files, modules, vars with self
+	langJavaScript                     // browser (React) and Node: colno, $1 placeholders
+	langJava                           // Spring: classes as modules, ? placeholders
+	langGo                             // net/http, gin: $1 placeholders
+	langSwift                          // iOS: instruction addresses, no lines or context
+)
 
 type libFrame struct{ module, function, file string }
 
@@ -35,7 +48,7 @@ func (g *gen) q(s string) string { return "'" + s + "'" }
 
 var platforms = []*platform{
 	{
-		name: "javascript", sdk: "sentry.javascript.react", sdkVersion: "9.15.0", pkg: "npm:@sentry/react", lang: 'j', browser: true,
+		name: "javascript", sdk: "sentry.javascript.react", sdkVersion: "9.15.0", pkg: "npm:@sentry/react", lang: langJavaScript, browser: true,
 		integrations: []string{"InboundFilters", "FunctionToString", "BrowserApiErrors", "Breadcrumbs", "GlobalHandlers", "LinkedErrors", "Dedupe", "HttpContext", "BrowserSession", "BrowserTracing"},
 		ctxLines:     30,
 		libs: []libFrame{
@@ -73,7 +86,7 @@ var platforms = []*platform{
 		mechanisms: []string{"onerror", "onunhandledrejection", "instrument", "generic", "auto.browser.browserapierrors.addEventListener"},
 	},
 	{
-		name: "node", sdk: "sentry.javascript.node", sdkVersion: "9.15.0", pkg: "npm:@sentry/node", lang: 'j', server: true,
+		name: "node", sdk: "sentry.javascript.node", sdkVersion: "9.15.0", pkg: "npm:@sentry/node", lang: langJavaScript, server: true,
 		integrations: []string{"InboundFilters", "FunctionToString", "LinkedErrors", "RequestData", "Console", "Http", "NodeFetch", "OnUncaughtException", "OnUnhandledRejection", "ContextLines", "LocalVariables", "Modules", "Express", "Postgres"},
 		ctxLines:     50, vars: 20, runtime: [2]string{"node", "v22.11.0"},
 		libs: []libFrame{
@@ -105,7 +118,7 @@ var platforms = []*platform{
 		logger:     "console",
 	},
 	{
-		name: "python", sdk: "sentry.python.django", sdkVersion: "2.19.0", pkg: "pypi:sentry-sdk", lang: 'p', server: true,
+		name: "python", sdk: "sentry.python.django", sdkVersion: "2.19.0", pkg: "pypi:sentry-sdk", lang: langPython, server: true,
 		integrations: []string{"argv", "atexit", "dedupe", "django", "excepthook", "logging", "modules", "redis", "stdlib", "threading", "celery", "httpx"},
 		ctxLines:     60, vars: 50, runtime: [2]string{"CPython", "3.12.7"},
 		libs: []libFrame{
@@ -147,7 +160,7 @@ var platforms = []*platform{
 		logger:     "django.request",
 	},
 	{
-		name: "java", sdk: "sentry.java.spring-boot.jakarta", sdkVersion: "8.1.0", pkg: "maven:io.sentry:sentry-spring-boot-jakarta", lang: 'J', server: true,
+		name: "java", sdk: "sentry.java.spring-boot.jakarta", sdkVersion: "8.1.0", pkg: "maven:io.sentry:sentry-spring-boot-jakarta", lang: langJava, server: true,
 		integrations: []string{"SpringBoot3", "Logback", "UncaughtExceptionHandler", "ShutdownHook", "SpringWebRequest"},
 		ctxLines:     0, runtime: [2]string{"Java", "21.0.5"},
 		libs: []libFrame{
@@ -190,7 +203,7 @@ var platforms = []*platform{
 		logger:     "org.springframework.web.servlet.DispatcherServlet",
 	},
 	{
-		name: "go", sdk: "sentry.go", sdkVersion: "0.31.1", pkg: "go:github.com/getsentry/sentry-go", lang: 'g', server: true,
+		name: "go", sdk: "sentry.go", sdkVersion: "0.31.1", pkg: "go:github.com/getsentry/sentry-go", lang: langGo, server: true,
 		integrations: []string{"ContextifyFrames", "Environment", "GlobalTags", "IgnoreErrors", "IgnoreTransactions", "Modules"},
 		ctxLines:     50, runtime: [2]string{"go", "go1.23.4"},
 		libs: []libFrame{
@@ -223,7 +236,7 @@ var platforms = []*platform{
 		mechanisms: []string{"generic", "gin", "http"},
 	},
 	{
-		name: "cocoa", sdk: "sentry.cocoa", sdkVersion: "8.43.0", pkg: "cocoapods:getsentry/sentry.cocoa", lang: 's', mobile: true,
+		name: "cocoa", sdk: "sentry.cocoa", sdkVersion: "8.43.0", pkg: "cocoapods:getsentry/sentry.cocoa", lang: langSwift, mobile: true,
 		integrations: []string{"Crash", "AutoBreadcrumbTracking", "AutoSessionTracking", "ANRTracking", "NetworkTracking", "Screenshot", "ViewHierarchy", "UIEventTracking", "FramesTracking", "AppStartTracking"},
 		libs: []libFrame{
 			{"UIKitCore", "-[UIApplication sendAction:to:from:forEvent:]", ""},

@@ -51,8 +51,8 @@ func (g *gen) sql(op *string) string {
 }
 
 // placeholders rewrites %s to the platform's style: $1.. (node, go), ? (java).
-func placeholders(s string, lang byte) string {
-	if lang != 'j' && lang != 'g' && lang != 'J' {
+func placeholders(s string, lang language) string {
+	if lang != langJavaScript && lang != langGo && lang != langJava {
 		return s
 	}
 	out := make([]byte, 0, len(s)+8)
@@ -60,7 +60,7 @@ func placeholders(s string, lang byte) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' && i+1 < len(s) && s[i+1] == 's' {
 			n++
-			if lang == 'J' {
+			if lang == langJava {
 				out = append(out, '?')
 			} else {
 				out = append(out, '$')
@@ -304,11 +304,11 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 			w.kstr("resource.render_blocking_status", g.pickS([]string{"blocking", "non-blocking"}))
 		default:
 			switch p.lang {
-			case 'p':
+			case langPython:
 				w.kstr("thread.name", "MainThread")
-			case 'J':
+			case langJava:
 				w.kstrs("thread.name", "http-nio-8080-exec-", g.itoa(1+g.r.IntN(200)))
-			case 'j':
+			case langJavaScript:
 				w.kstr("thread.name", "main")
 			}
 		}
@@ -375,7 +375,7 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 }
 
 func dbOp(p *platform) string {
-	if p.lang == 'J' {
+	if p.lang == langJava {
 		return "db.sql.query"
 	}
 	return "db"
