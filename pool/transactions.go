@@ -74,6 +74,18 @@ func placeholders(s string, lang language) string {
 	return string(out)
 }
 
+// spanKind is what a span does; it decides the span's data and origin.
+type spanKind uint8
+
+const (
+	spanFunction spanKind = iota // function, middleware, render: may have children
+	spanDB                       // SQL statement
+	spanHTTP                     // outgoing HTTP request
+	spanCache                    // cache get/put
+	spanResource                 // browser resource load
+	spanBrowser                  // browser page-load phase
+)
+
 type span struct {
 	parent     int // index into spans; -1 = root
 	id         string
@@ -81,7 +93,7 @@ type span struct {
 	start, end int64 // microseconds since epoch
 	children   []int
 	container  bool
-	kind       byte // 'd'b, 'h'ttp, 'c'ache, 'f'unction, 'r'esource, 'b'rowser
+	kind       spanKind
 	dbOp       string
 	status     string
 }
@@ -182,11 +194,11 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 	}
 	if p.browser {
 		for _, ev := range []string{"domContentLoadedEvent", "loadEvent", "connect", "request", "response"} {
-			add(span{parent: -1, op: "browser." + ev, desc: ev, kind: 'b'})
+			add(span{parent: -1, op: "browser." + ev, desc: ev, kind: spanBrowser})
 		}
 	} else {
 		for j, m := 0, 2+g.r.IntN(3); j < m; j++ {
-			add(span{parent: -1, op: "middleware." + p.name, desc: title(g.noun()) + "Middleware", kind: 'f', container: true})
+			add(span{parent: -1, op: "middleware." + p.name, desc: title(g.noun()) + "Middleware", kind: spanFunction, container: true})
 		}
 	}
 	for len(spans) < n {
@@ -200,26 +212,26 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 			var op string
 			stmt := placeholders(g.sql(&op), p.lang)
 			for j, m := 0, min(10+g.r.IntN(21), n-len(spans)); j < m; j++ {
-				add(span{parent: parent, op: dbOp(p), desc: stmt, kind: 'd', dbOp: op})
+				add(span{parent: parent, op: dbOp(p), desc: stmt, kind: spanDB, dbOp: op})
 			}
 		case x < 45:
 			var op string
 			stmt := placeholders(g.sql(&op), p.lang)
-			add(span{parent: parent, op: dbOp(p), desc: stmt, kind: 'd', dbOp: op})
+			add(span{parent: parent, op: dbOp(p), desc: stmt, kind: spanDB, dbOp: op})
 		case x < 60:
 			m := g.pickS([]string{"GET", "GET", "POST", "PUT", "DELETE"})
 			pth, _ := g.urlPath()
-			add(span{parent: parent, op: "http.client", desc: m + " https://" + g.pickS(apiHosts) + pth, kind: 'h'})
+			add(span{parent: parent, op: "http.client", desc: m + " https://" + g.pickS(apiHosts) + pth, kind: spanHTTP})
 		case x < 72:
-			add(span{parent: parent, op: g.pickS([]string{"cache.get", "cache.get", "cache.put"}), desc: g.noun() + ":" + g.itoa(g.r.IntN(100000)), kind: 'c'})
+			add(span{parent: parent, op: g.pickS([]string{"cache.get", "cache.get", "cache.put"}), desc: g.noun() + ":" + g.itoa(g.r.IntN(100000)), kind: spanCache})
 		case x < 80 && p.browser:
-			add(span{parent: parent, op: g.pickS([]string{"resource.script", "resource.css", "resource.img", "resource.other"}), desc: "https://" + host + "/assets/" + g.noun() + "-" + g.hexID(8) + ".js", kind: 'r'})
+			add(span{parent: parent, op: g.pickS([]string{"resource.script", "resource.css", "resource.img", "resource.other"}), desc: "https://" + host + "/assets/" + g.noun() + "-" + g.hexID(8) + ".js", kind: spanResource})
 		default:
 			op := g.pickS([]string{"function", "function", "serialize", "template.render", "queue.publish", "view.render"})
 			if p.browser {
 				op = g.pickS([]string{"ui.react.render", "ui.react.mount", "function", "mark"})
 			}
-			add(span{parent: parent, op: op, desc: g.camel(), kind: 'f', container: true})
+			add(span{parent: parent, op: op, desc: g.camel(), kind: spanFunction, container: true})
 		}
 	}
 	g.layout(spans, rootChildren, startUS, endUS)
@@ -280,25 +292,25 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 		w.kstr("origin", spanOrigin(s.kind, p))
 		w.obj("data")
 		switch s.kind {
-		case 'd':
+		case spanDB:
 			w.kstr("db.system", g.pickS([]string{"postgresql", "postgresql", "mysql"}))
 			w.kstr("db.name", g.pickS([]string{"shop", "orders", "catalog", "accounts_ro"}))
 			w.kstr("db.operation", s.dbOp)
 			w.kstr("server.address", g.pickS(dbHosts))
 			w.kint("server.port", 5432)
-		case 'h':
+		case spanHTTP:
 			w.kstr("http.request.method", s.desc[:indexByte(s.desc, ' ')])
 			w.kint("http.response.status_code", int64(g.pickStatus()))
 			w.kstr("url", s.desc[indexByte(s.desc, ' ')+1:])
 			w.kint("http.response_content_length", int64(g.r.IntN(200000)))
-		case 'c':
+		case spanCache:
 			w.kbool("cache.hit", g.r.IntN(3) > 0)
 			w.arr("cache.key")
 			w.str(s.desc)
 			w.closeArr()
 			w.kint("cache.item_size", int64(g.r.IntN(20000)))
 			w.kstrs("network.peer.address", "redis-", g.itoa(g.r.IntN(4)), ".internal")
-		case 'r':
+		case spanResource:
 			w.kint("http.response_content_length", int64(g.r.IntN(500000)))
 			w.kint("http.decoded_response_content_length", int64(g.r.IntN(2000000)))
 			w.kstr("resource.render_blocking_status", g.pickS([]string{"blocking", "non-blocking"}))
@@ -398,15 +410,15 @@ func (g *gen) pickStatus() int {
 }
 
 // spanOrigin names the instrumentation that would have made a span.
-func spanOrigin(kind byte, p *platform) string {
+func spanOrigin(kind spanKind, p *platform) string {
 	switch kind {
-	case 'd':
+	case spanDB:
 		return "auto.db." + p.name
-	case 'h':
+	case spanHTTP:
 		return "auto.http." + p.name
-	case 'c':
+	case spanCache:
 		return "auto.cache." + p.name
-	case 'r', 'b':
+	case spanResource, spanBrowser:
 		return "auto.resource.browser.metrics"
 	}
 	return "manual"
