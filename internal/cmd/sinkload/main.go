@@ -1,8 +1,9 @@
 // Command sinkload measures fake-upstream's envelope sink from a separate
 // process: it posts pre-built zstd envelopes over loopback at a fixed rate for
-// a bounded time and reads the server's CPU time from /proc/<pid>/stat before
-// and after, giving CPU µs per envelope including HTTP. It checks that the
-// server counted exactly the envelopes that were answered 200.
+// a bounded time and reads the server's CPU time from /proc/<pid>/stat (with
+// procfs, through relayproc) before and after, giving CPU µs per envelope
+// including HTTP. It checks that the server counted exactly the envelopes
+// that were answered 200.
 //
 //	sinkload --spawn bin/fake-upstream --rate 20000 --duration 10s
 //	sinkload --target http://127.0.0.1:8000 --pid 1234 --rate 5000
@@ -30,10 +31,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"github.com/valyala/fasthttp"
 
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/orchestrate/relayproc"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/relayauth"
@@ -76,121 +77,182 @@ type Result struct {
 }
 
 func main() {
-	if err := run(); err != nil {
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sinkload:", err)
 		os.Exit(2)
 	}
 }
 
-func run() error {
-	var (
-		target      = flag.String("target", "", "fake-upstream origin (http://127.0.0.1:PORT); or use --spawn")
-		spawn       = flag.String("spawn", "", "path of a fake-upstream binary to start on 127.0.0.1:0 (its PID is measured)")
-		spawnArgs   = flag.String("spawn-args", "", "extra flags for the spawned fake-upstream (space-separated)")
-		pid         = flag.Int("pid", 0, "server PID to read CPU from (default: the spawned child)")
-		rate        = flag.Float64("rate", 10000, "requests per second (open loop)")
-		duration    = flag.Duration("duration", 10*time.Second, "measured duration (≤ 60s)")
-		warmup      = flag.Duration("warmup", 2*time.Second, "unmeasured warm-up at the same rate")
-		conns       = flag.Int("connections", 64, "keep-alive connections / in-flight limit")
-		bodies      = flag.String("bodies", "pool", "pool: realistic mix from pool/ (zstd); synthetic: error events of --decoded-size")
-		decodedSize = flag.Int("decoded-size", 10<<10, "decoded envelope size for --bodies synthetic")
-		decodedMax  = flag.Int("decoded-max", 0, "with --bodies synthetic: spread decoded sizes evenly over [--decoded-size, --decoded-max]")
-		nBodies     = flag.Int("n", 2000, "distinct bodies to cycle through")
-		signing     = flag.String("sign", "none", "none: SDK-style; fresh: sign every request like Relay (a new timestamp each); reuse: one signature value per second")
-		nProjects   = flag.Int("projects", 100, "projects (must match the server's --projects and --seed)")
-		seed        = flag.Uint64("seed", 1, "project seed (must match the server's)")
-	)
-	flag.Parse()
-	if *duration <= 0 || *duration > maxDuration || *warmup < 0 || *warmup > maxDuration {
-		return fmt.Errorf("--duration/--warmup must be in (0, %s]", maxDuration)
+// options are sinkload's flags.
+type options struct {
+	target, spawn, spawnArgs string
+	pid                      int
+	rate                     float64
+	duration, warmup         time.Duration
+	conns                    int
+	bodies                   string
+	decodedSize, decodedMax  int
+	nBodies                  int
+	signing                  string
+	nProjects                int
+	seed                     uint64
+}
+
+// parseFlags parses and checks args with fs (flag.CommandLine in main, so
+// a bad flag exits 2 with usage).
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	fs.StringVar(&o.target, "target", "", "fake-upstream origin (http://127.0.0.1:PORT); or use --spawn")
+	fs.StringVar(&o.spawn, "spawn", "", "path of a fake-upstream binary to start on 127.0.0.1:0 (its PID is measured)")
+	fs.StringVar(&o.spawnArgs, "spawn-args", "", "extra flags for the spawned fake-upstream (space-separated)")
+	fs.IntVar(&o.pid, "pid", 0, "server PID to read CPU from (default: the spawned child)")
+	fs.Float64Var(&o.rate, "rate", 10000, "requests per second (open loop)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration (≤ 60s)")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured warm-up at the same rate")
+	fs.IntVar(&o.conns, "connections", 64, "keep-alive connections / in-flight limit")
+	fs.StringVar(&o.bodies, "bodies", "pool", "pool: realistic mix from pool/ (zstd); synthetic: error events of --decoded-size")
+	fs.IntVar(&o.decodedSize, "decoded-size", 10<<10, "decoded envelope size for --bodies synthetic")
+	fs.IntVar(&o.decodedMax, "decoded-max", 0, "with --bodies synthetic: spread decoded sizes evenly over [--decoded-size, --decoded-max]")
+	fs.IntVar(&o.nBodies, "n", 2000, "distinct bodies to cycle through")
+	fs.StringVar(&o.signing, "sign", "none", "none: SDK-style; fresh: sign every request like Relay (a new timestamp each); reuse: one signature value per second")
+	fs.IntVar(&o.nProjects, "projects", 100, "projects (must match the server's --projects and --seed)")
+	fs.Uint64Var(&o.seed, "seed", 1, "project seed (must match the server's)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
 	}
-	if *rate <= 0 || *rate*(*duration+*warmup).Seconds() > maxRequests {
-		return fmt.Errorf("--rate × time must be positive and ≤ %d requests", maxRequests)
+	if o.duration <= 0 || o.duration > maxDuration || o.warmup < 0 || o.warmup > maxDuration {
+		return options{}, fmt.Errorf("--duration/--warmup must be in (0, %s]", maxDuration)
 	}
-	ctx := context.Background()
-	if *spawn != "" {
-		args := []string{"--listen", "127.0.0.1:0", "--projects", strconv.Itoa(*nProjects), "--seed", strconv.FormatUint(*seed, 10)}
-		if *spawnArgs != "" {
-			args = append(args, strings.Fields(*spawnArgs)...)
-		}
-		cmd := exec.Command(*spawn, args...)
-		cmd.Stderr = io.Discard
-		out, err := cmd.StdoutPipe()
+	if o.rate <= 0 || o.rate*(o.duration+o.warmup).Seconds() > maxRequests {
+		return options{}, fmt.Errorf("--rate × time must be positive and ≤ %d requests", maxRequests)
+	}
+	if o.pid < 0 || o.pid == 0 && o.spawn == "" {
+		return options{}, errors.New("--pid is required without --spawn")
+	}
+	if o.decodedMax != 0 && o.decodedMax < o.decodedSize || o.decodedSize < 200 || o.decodedMax > 16<<20 {
+		return options{}, fmt.Errorf("--decoded-size/--decoded-max: want 200 ≤ size ≤ max ≤ 16MiB")
+	}
+	return o, nil
+}
+
+// run spawns the server if asked, builds the bodies, measures and prints
+// the Result as JSON.
+func run(o options) error {
+	if o.spawn != "" {
+		stop, err := spawnServer(&o)
 		if err != nil {
 			return err
 		}
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("reading the spawned server's address: %w", err)
-		}
-		*target = "http://" + strings.TrimSpace(line)
-		if *pid == 0 {
-			*pid = cmd.Process.Pid
-		}
+		defer stop()
 	}
-	u, err := url.Parse(*target)
+	host, err := loopbackHost(o.target)
+	if err != nil {
+		return err
+	}
+	ps, err := projects.Generate(o.seed, o.nProjects)
+	if err != nil {
+		return err
+	}
+	bs, err := buildBodies(context.Background(), o.bodies, ps, o.nBodies, o.decodedSize, max(o.decodedMax, o.decodedSize), o.seed)
+	if err != nil {
+		return err
+	}
+	client := &fasthttp.HostClient{Addr: host, MaxConns: o.conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	signer, err := newSigner(client, o.signing)
+	if err != nil {
+		return err
+	}
+	res, err := measure(client, bs, signer, o)
+	if err != nil {
+		return err
+	}
+	describeBodies(&res, bs)
+	res.Signing, res.Bodies = o.signing, o.bodies
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// spawnServer starts the fake-upstream at o.spawn on a free loopback port,
+// sets o.target to its address and, unless --pid was given, o.pid to its
+// PID. stop interrupts and reaps it.
+func spawnServer(o *options) (stop func(), err error) {
+	args := []string{"--listen", "127.0.0.1:0", "--projects", strconv.Itoa(o.nProjects), "--seed", strconv.FormatUint(o.seed, 10)}
+	if o.spawnArgs != "" {
+		args = append(args, strings.Fields(o.spawnArgs)...)
+	}
+	cmd := exec.Command(o.spawn, args...)
+	cmd.Stderr = io.Discard
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("reading the spawned server's address: %w", err)
+	}
+	o.target = "http://" + strings.TrimSpace(line)
+	if o.pid == 0 {
+		o.pid = cmd.Process.Pid
+	}
+	return stop, nil
+}
+
+// loopbackHost returns the host:port of target, an http:// URL on a
+// loopback address or localhost.
+func loopbackHost(target string) (string, error) {
+	u, err := url.Parse(target)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return fmt.Errorf("--target %q: want http://127.0.0.1:PORT", *target)
+		return "", fmt.Errorf("--target %q: want http://127.0.0.1:PORT", target)
 	}
 	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("--target %q: loopback only", *target)
+		return "", fmt.Errorf("--target %q: loopback only", target)
 	}
-	if *pid <= 0 {
-		return errors.New("--pid is required without --spawn")
+	return u.Host, nil
+}
+
+// measure warms up, then sends for o.duration and reads around it the
+// server's envelope count (GET /stats), the server's CPU time (procfs) and
+// this process's, and the load average.
+func measure(c *fasthttp.HostClient, bs []body, s *signer, o options) (Result, error) {
+	if o.warmup > 0 {
+		blast(c, bs, s, o.rate, o.warmup, o.conns)
 	}
-	ps, err := projects.Generate(*seed, *nProjects)
+	before, err := serverEnvelopes(c)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
-	if *decodedMax != 0 && *decodedMax < *decodedSize || *decodedSize < 200 || *decodedMax > 16<<20 {
-		return fmt.Errorf("--decoded-size/--decoded-max: want 200 ≤ size ≤ max ≤ 16MiB")
-	}
-	bs, err := buildBodies(ctx, *bodies, ps, *nBodies, *decodedSize, max(*decodedMax, *decodedSize), *seed)
+	cpu0, err := relayproc.CPUTime(o.pid)
 	if err != nil {
-		return err
-	}
-	client := &fasthttp.HostClient{Addr: u.Host, MaxConns: *conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
-	signer, err := newSigner(client, *signing)
-	if err != nil {
-		return err
-	}
-	if *warmup > 0 {
-		blast(client, bs, signer, *rate, *warmup, *conns)
-	}
-	before, err := serverEnvelopes(client)
-	if err != nil {
-		return err
-	}
-	proc, err := procfs.NewProc(*pid)
-	if err != nil {
-		return fmt.Errorf("server process %d: %w", *pid, err)
-	}
-	st0, err := proc.Stat()
-	if err != nil {
-		return err
+		return Result{}, fmt.Errorf("server CPU time: %w", err)
 	}
 	self0 := selfCPU()
 	start := time.Now()
-	res := blast(client, bs, signer, *rate, *duration, *conns)
+	res := blast(c, bs, s, o.rate, o.duration, o.conns)
 	elapsed := time.Since(start)
 	selfUsed := selfCPU() - self0
-	st1, err := proc.Stat()
+	cpu1, err := relayproc.CPUTime(o.pid)
 	if err != nil {
-		return err
+		return Result{}, fmt.Errorf("server CPU time: %w", err)
 	}
-	after, err := serverEnvelopes(client)
+	after, err := serverEnvelopes(c)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
-	res.Rate, res.Duration = *rate, elapsed.Seconds()
+	res.Rate, res.Duration = o.rate, elapsed.Seconds()
 	res.Achieved = float64(res.OK) / elapsed.Seconds()
 	res.ServerCounted = after - before
 	res.ExactCount = res.ServerCounted == res.OK
-	res.ServerCPUSeconds = st1.CPUTime() - st0.CPUTime()
+	res.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
 	if res.OK > 0 {
 		res.CPUMicrosPerEnv = res.ServerCPUSeconds / float64(res.OK) * 1e6
 	}
@@ -198,9 +260,14 @@ func run() error {
 	if res.Sent > 0 {
 		res.ClientCPUMicros = selfUsed.Seconds() / float64(res.Sent) * 1e6
 	}
-	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
-		res.LoadAverage = strings.Join(strings.Fields(string(la))[:3], " ")
+	if la, err := relayproc.SystemLoadAvg(); err == nil {
+		res.LoadAverage = la.String()
 	}
+	return res, nil
+}
+
+// describeBodies fills in the sizes of the bodies sent (bs is not empty).
+func describeBodies(res *Result, bs []body) {
 	var w, d float64
 	res.MinWireBytes = len(bs[0].wire)
 	for _, b := range bs {
@@ -210,10 +277,6 @@ func run() error {
 		res.MaxWireBytes = max(res.MaxWireBytes, len(b.wire))
 	}
 	res.MeanWireBytes, res.MeanDecodedBytes = w/float64(len(bs)), d/float64(len(bs))
-	res.Signing, res.Bodies = *signing, *bodies
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
 }
 
 // selfCPU is this process's user+system CPU time.
