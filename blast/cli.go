@@ -13,10 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/projects"
 )
 
-// ParseRate parses --rate: a positive number of requests per second, or
+// ParseRate parses a rate: a positive number of requests per second, or
 // "max" (returned as 0: closed loop).
 func ParseRate(s string) (float64, error) {
 	if strings.EqualFold(s, "max") {
@@ -24,18 +25,18 @@ func ParseRate(s string) (float64, error) {
 	}
 	r, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
-		return 0, fmt.Errorf("%w: rate %q: want a positive number or max", ErrConfig, s)
+		return 0, configerr.Errorf("Rate", "%q: want a positive number or max", s)
 	}
 	return r, nil
 }
 
-// ParseShard parses --shard "i/N" (0 <= i < N).
+// ParseShard parses a shard "i/N" (0 <= i < N).
 func ParseShard(s string) (shard, shards int, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("%w: shard %q: want i/N with 0 <= i < N", ErrConfig, s)
+		return 0, 0, configerr.Errorf("Shard", "%q: want i/N with 0 <= i < N", s)
 	}
 	return i, n, nil
 }
@@ -49,13 +50,13 @@ const FetchTimeout = 30 * time.Second
 func FetchProjects(ctx context.Context, url string) ([]projects.Project, error) {
 	u, err := neturl.Parse(url)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("%w: projects from %q: want an http:// URL", ErrConfig, url)
+		return nil, configerr.Errorf("Projects", "from %q: want an http:// URL", url)
 	}
 	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: projects from %s: %w", ErrConfig, url, err)
+		return nil, configerr.Wrap("Projects", fmt.Errorf("from %s: %w", url, err))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,7 +1,6 @@
 package blast
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/pool"
 )
 
@@ -28,9 +28,12 @@ const (
 	MaxLagP99       = 5 * time.Millisecond // schedule lag p99
 )
 
-// ErrConfig wraps every error caused by a bad Config (errors.Is); the CLI
-// turns it into exit status 2.
-var ErrConfig = errors.New("bad config")
+// ErrConfig is matched (errors.Is) by every error caused by a bad Config;
+// the CLI turns it into exit status 2.
+var ErrConfig = configerr.ErrConfig
+
+// ConfigError is a bad Config: the field and why.
+type ConfigError = configerr.Error
 
 // Config describes one blast run.
 type Config struct {
@@ -85,37 +88,21 @@ type Config struct {
 	clock clock // nil: real time; tests inject a fake
 }
 
-// withDefaults validates c and fills defaults. The error wraps ErrConfig.
+// withDefaults validates c and fills defaults. Errors are *ConfigError
+// (they wrap ErrConfig) naming the Config field.
 func (c Config) withDefaults() (Config, *url.URL, error) {
-	bad := func(format string, a ...any) (Config, *url.URL, error) {
-		return c, nil, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
-	}
 	u, err := ParseTarget(c.Target)
 	if err != nil {
 		return c, nil, err
 	}
-	if c.Pool == nil || len(c.Pool.Entries) == 0 {
-		return bad("empty pool")
-	}
-	for i, e := range c.Pool.Entries {
-		if e.Project < 0 || e.Project >= len(c.Pool.Options.Projects) {
-			return bad("pool entry %d: project %d out of range", i, e.Project)
-		}
-	}
-	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
-		return bad("rate %v: want a positive number or max", c.Rate)
-	}
-	if c.Duration < 0 || c.Count < 0 || c.Warmup < 0 || c.Timeout < 0 || c.Grace < 0 {
-		return bad("negative duration, count, warmup, timeout or grace")
-	}
-	if c.Concurrency < 0 || c.MaxInflight < 0 || c.MaxConns < 0 {
-		return bad("negative concurrency, max-inflight or max-conns")
+	if err := c.check(); err != nil {
+		return c, nil, err
 	}
 	if c.Shards == 0 && c.Shard == 0 {
 		c.Shards = 1
 	}
 	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
-		return bad("shard %d/%d: want 0 <= i < N", c.Shard, c.Shards)
+		return c, nil, configerr.Errorf("Shard", "%d/%d: want 0 <= i < N", c.Shard, c.Shards)
 	}
 	if c.Duration == 0 && c.Count == 0 {
 		c.Duration = DefaultDuration
@@ -150,19 +137,44 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 		c.Client = ClientFastHTTP
 	case ClientFastHTTP, ClientNetHTTP:
 	default:
-		return bad("client %q: want %s or %s", c.Client, ClientFastHTTP, ClientNetHTTP)
+		return c, nil, configerr.Errorf("Client", "%q: want %s or %s", c.Client, ClientFastHTTP, ClientNetHTTP)
 	}
 	return c, u, nil
 }
 
-// ParseTarget checks a --target URL: http://host[:port][/prefix], no query.
+// check validates the fields that have no default to fill.
+func (c *Config) check() error {
+	if c.Pool == nil || len(c.Pool.Entries) == 0 {
+		return configerr.New("Pool", "empty pool")
+	}
+	for i, e := range c.Pool.Entries {
+		if e.Project < 0 || e.Project >= len(c.Pool.Options.Projects) {
+			return configerr.Errorf("Pool", "entry %d: project %d out of range", i, e.Project)
+		}
+	}
+	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
+		return configerr.Errorf("Rate", "%v: want a positive number or max", c.Rate)
+	}
+	for _, d := range []struct {
+		field string
+		v     int64
+	}{{"Duration", int64(c.Duration)}, {"Count", c.Count}, {"Warmup", int64(c.Warmup)}, {"Timeout", int64(c.Timeout)},
+		{"Grace", int64(c.Grace)}, {"Concurrency", int64(c.Concurrency)}, {"MaxInflight", int64(c.MaxInflight)}, {"MaxConns", int64(c.MaxConns)}} {
+		if d.v < 0 {
+			return configerr.New(d.field, "must not be negative")
+		}
+	}
+	return nil
+}
+
+// ParseTarget checks a target URL: http://host[:port][/prefix], no query.
 func ParseTarget(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: target %q: %w", ErrConfig, s, err)
+		return nil, configerr.Wrap("Target", fmt.Errorf("%q: %w", s, err))
 	}
 	if u.Scheme != "http" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: target %q: want http://host[:port][/path]", ErrConfig, s)
+		return nil, configerr.Errorf("Target", "%q: want http://host[:port][/path]", s)
 	}
 	if u.Port() == "" {
 		u.Host += ":80"

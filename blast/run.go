@@ -2,13 +2,13 @@ package blast
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/pool"
 )
 
@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		host: target.Host, encoding: enc, timeout: cfg.Timeout, maxConns: cfg.MaxConns,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, configerr.Wrap("Client", err)
 	}
 	defer r.client.close()
 

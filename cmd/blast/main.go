@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/relayload/relayload/blast"
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 )
@@ -36,9 +36,6 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageError is bad input: exit status 2.
-type usageError struct{ error }
-
 func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if len(args) > 0 && args[0] == "merge" {
@@ -46,23 +43,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		err = blastCmd(args, stdout, stderr)
 	}
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue) || errors.Is(err, blast.ErrConfig):
-		fmt.Fprintln(stderr, "blast:", err)
-		return 2
+	return cli.Exit("blast", err, stderr, flagNames())
+}
+
+// flagNames maps blast.Config fields to the flags that set them.
+func flagNames() map[string]string {
+	return map[string]string{
+		"Target": "--target", "Rate": "--rate", "Concurrency": "--concurrency", "Duration": "--duration", "Count": "--count",
+		"Warmup": "--warmup", "MaxInflight": "--max-inflight", "MaxConns": "--max-conns", "Shard": "--shard",
+		"Timeout": "--timeout", "Grace": "--grace", "Client": "--client", "SDKClient": "--sdk-client", "Pool": "--pool",
+		"Projects": "--projects-from",
 	}
-	fmt.Fprintln(stderr, "blast:", err)
-	return 1
 }
 
 func blastCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("blast", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported in one line by run
 	var (
 		target       = fs.String("target", "", "base URL of the Relay or fake-upstream, e.g. http://127.0.0.1:3000")
 		rateS        = fs.String("rate", "1000", "requests per second over all shards, or max (closed loop with --concurrency)")
@@ -91,11 +86,11 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		sdkClient    = fs.String("sdk-client", blast.DefaultSDKClient, "sentry_client in X-Sentry-Auth")
 		cpuProfile   = fs.String("cpuprofile", "", "write a CPU profile of the sending phase to this file")
 	)
-	if err := parse(fs, args, stdout); err != nil {
+	if err := cli.Parse(fs, args, stdout, usage); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
 
 	// Validate everything before building or sending anything.
@@ -109,11 +104,11 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	mix, err := pool.ParseMix(*mixS)
 	if err != nil {
-		return usageError{err}
+		return &cli.UsageError{Err: err}
 	}
 	enc, err := compression.ParseEncoding(*encodingS)
 	if err != nil || *encodingS == "" {
-		return usageError{fmt.Errorf("encoding %q: want identity, gzip, deflate, br or zstd", *encodingS)}
+		return cli.Usagef("encoding %q: want identity, gzip, deflate, br or zstd", *encodingS)
 	}
 	if *dump == "" {
 		if _, err := blast.ParseTarget(*target); err != nil {
@@ -122,17 +117,17 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case *duration < 0 || *count < 0 || *warmup < 0 || *timeout < 0 || *grace < 0:
-		return usageError{errors.New("durations and --count must not be negative")}
+		return cli.Usagef("durations and --count must not be negative")
 	case *poolSize < 1 || *poolSize > pool.MaxSize:
-		return usageError{fmt.Errorf("--pool %d: want 1..%d", *poolSize, pool.MaxSize)}
+		return cli.Usagef("--pool %d: want 1..%d", *poolSize, pool.MaxSize)
 	case *zipfS <= 1:
-		return usageError{fmt.Errorf("--zipf-s %v: want > 1", *zipfS)}
+		return cli.Usagef("--zipf-s %v: want > 1", *zipfS)
 	case *userAgents < 1:
-		return usageError{fmt.Errorf("--user-agents %d: want >= 1", *userAgents)}
+		return cli.Usagef("--user-agents %d: want >= 1", *userAgents)
 	case *concurrency < 1 || *maxInflight < 1 || *maxConns < 1:
-		return usageError{errors.New("--concurrency, --max-inflight and --max-conns must be >= 1")}
+		return cli.Usagef("--concurrency, --max-inflight and --max-conns must be >= 1")
 	case *client != blast.ClientFastHTTP && *client != blast.ClientNetHTTP:
-		return usageError{fmt.Errorf("--client %q: want fasthttp or net/http", *client)}
+		return cli.Usagef("--client %q: want fasthttp or net/http", *client)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -144,7 +139,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else if ps, err = projects.Generate(*seed, *nProjects); err != nil {
-		return usageError{err}
+		return &cli.UsageError{Err: err}
 	}
 	t0 := time.Now()
 	p, err := pool.Build(ctx, pool.Options{
@@ -155,7 +150,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		if ctx.Err() != nil {
 			return err // interrupted while building
 		}
-		return usageError{err}
+		return &cli.UsageError{Err: err}
 	}
 	if *dump != "" {
 		if err := p.Dump(*dump); err != nil {
@@ -222,25 +217,24 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 
 func merge(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("blast merge", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	out := fs.String("out", "", "write the merged result as JSON to this file")
-	if err := parse(fs, args, stdout); err != nil {
+	if err := cli.Parse(fs, args, stdout, usage); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return usageError{errors.New("merge: no result files given")}
+		return cli.Usagef("merge: no result files given")
 	}
 	var rs []*blast.Result
 	for _, path := range fs.Args() {
 		r, err := blast.ReadFile(path)
 		if err != nil {
-			return usageError{err}
+			return &cli.UsageError{Err: err}
 		}
 		rs = append(rs, r)
 	}
 	m, err := blast.Merge(rs...)
 	if err != nil {
-		return usageError{err}
+		return &cli.UsageError{Err: err}
 	}
 	if err := m.WriteSummary(stdout); err != nil {
 		return err
@@ -251,21 +245,13 @@ func merge(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// parse parses flags; -h prints the usage to stdout, a bad flag is a usage
-// error reported in one line.
-func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "usage: %s [flags]   (or: blast merge [--out FILE] A.json B.json ...)\n", fs.Name())
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return err
-	}
-	if err != nil {
-		return usageError{err}
-	}
-	return nil
-}
+// usage heads --help.
+const usage = `usage: blast [flags]   (or: blast merge [--out FILE] A.json B.json ...)
+
+Exit status: 0 done, 1 failed, 2 bad usage.
+
+Flags:
+`
 
 // isTerminal reports whether f is a character device (a terminal).
 func isTerminal(f *os.File) bool {

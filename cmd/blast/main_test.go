@@ -84,6 +84,7 @@ func TestBadInput(t *testing.T) {
 		{"--concurrency", "0"},
 		{"--max-inflight", "-1"},
 		{"--duration", "-1s"},
+		{"--duration", "5"},
 		{"--pool", "0"},
 		{"--zipf-s", "1"},
 		{"--client", "curl"},
@@ -100,8 +101,9 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", tc, code, stderr)
 			continue
 		}
-		if len(lines) != 1 || !strings.HasPrefix(lines[0], "blast: ") {
-			t.Errorf("%v: stderr %q, want one line", tc, stderr)
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "blast: ") || strings.HasPrefix(lines[0], "blast: blast:") ||
+			!strings.HasSuffix(lines[0], " (see --help)") || strings.Contains(lines[0], "bad config") {
+			t.Errorf("%v: stderr %q, want one line naming the flag and pointing to --help", tc, stderr)
 		}
 	}
 	if n.Load() != 0 {
