@@ -133,117 +133,178 @@ func (g *gen) layout(spans []span, children []int, start, end int64) {
 	}
 }
 
+// transaction is what the parts of one transaction envelope share.
+type transaction struct {
+	c                    *ctx
+	p                    *platform
+	id, traceID, rootID  string
+	release, environment string
+	path, host           string
+	name, rootOp         string // transaction name, the root span's op
+	startUS, endUS       int64
+}
+
 func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
+	t := g.newTransaction(c)
+	u := g.r.Float64()
+	spans := g.drawSpans(&t, 20+int(u*u*81)) // 20–100, mean ≈ 47
+	plant := g.r.IntN(len(spans))
+
+	w := g.payload()
+	w.open()
+	g.transactionHead(w, &t)
+	g.transactionSpans(w, &t, spans, plant)
+	g.measurements(w, t.p)
+	g.transactionRequest(w, &t)
+	w.obj("tags")
+	w.kstr("locale", g.pickS(locales))
+	w.kstr("customer.tier", g.tagValue("customer.tier"))
+	w.close()
+	w.obj("extra")
+	w.kstr("public_note", g.cv(cvPublicNote, c.index))
+	w.close()
+	g.sdkInfo(w, t.p)
+	w.close()
+
+	pk := g.o.Projects[c.project].PublicKey
+	env.Header = g.header(t.id, t.p.sdk, t.p.sdkVersion, func(h *jw) {
+		g.dsc(h, t.traceID, pk, t.release, t.environment, t.name, true)
+	})
+	env.Items = []envelope.Item{{Type: "transaction", Payload: g.take()}}
+	return t.id, 1
+}
+
+// newTransaction draws the platform, ids, name and time range.
+func (g *gen) newTransaction(c *ctx) transaction {
 	p := g.platformFor(c.agent.Class)
 	if p.mobile {
 		p = platforms[1+g.r.IntN(4)]
 	}
-	id := g.uuid()
-	traceID, rootID := g.uuid(), g.hexID(16)
-	release, environment := g.release(c), g.environment()
-	path, route := g.urlPath()
-	host := g.pickS(hosts)
-	i := c.index
+	t := transaction{c: c, p: p}
+	t.id = g.uuid()
+	t.traceID, t.rootID = g.uuid(), g.hexID(16)
+	t.release, t.environment = g.release(c), g.environment()
+	var route string
+	t.path, route = g.urlPath()
+	t.host = g.pickS(hosts)
 
 	var durUS int64
-	rootOp := "http.server"
-	name := g.pickS([]string{"GET ", "POST ", "GET ", "PUT "}) + route
+	t.rootOp = "http.server"
+	t.name = g.pickS([]string{"GET ", "POST ", "GET ", "PUT "}) + route
 	if p.browser {
-		rootOp = g.pickS([]string{"pageload", "pageload", "navigation"})
+		t.rootOp = g.pickS([]string{"pageload", "pageload", "navigation"})
 		durUS = 500_000 + g.r.Int64N(7_500_000)
-		name = route
+		t.name = route
 	} else {
 		durUS = 30_000 + g.r.Int64N(2_970_000)
 	}
-	endUS := g.o.Now.UnixMicro() - 50_000 - g.r.Int64N(20_000_000)
-	startUS := endUS - durUS
+	t.endUS = g.o.Now.UnixMicro() - 50_000 - g.r.Int64N(20_000_000)
+	t.startUS = t.endUS - durUS
+	return t
+}
 
-	// Build the tree.
-	u := g.r.Float64()
-	n := 20 + int(u*u*81) // 20–100, mean ≈ 47
-	spans := make([]span, 0, n)
-	var rootChildren []int
-	var containers []int
-	add := func(s span) int {
-		s.id = g.hexID(16)
-		idx := len(spans)
-		spans = append(spans, s)
-		if s.parent < 0 {
-			rootChildren = append(rootChildren, idx)
-		} else {
-			spans[s.parent].children = append(spans[s.parent].children, idx)
-		}
-		if s.container {
-			containers = append(containers, idx)
-		}
-		return idx
+// spanTree holds a transaction's spans while they are drawn.
+type spanTree struct {
+	spans      []span
+	root       []int // direct children of the root span
+	containers []int // spans that may have children
+}
+
+func (st *spanTree) add(g *gen, s span) int {
+	s.id = g.hexID(16)
+	idx := len(st.spans)
+	st.spans = append(st.spans, s)
+	if s.parent < 0 {
+		st.root = append(st.root, idx)
+	} else {
+		st.spans[s.parent].children = append(st.spans[s.parent].children, idx)
 	}
-	parentFor := func() int {
-		if len(containers) == 0 || g.r.IntN(100) < 65 {
-			return -1
-		}
-		return containers[g.r.IntN(len(containers))]
+	if s.container {
+		st.containers = append(st.containers, idx)
 	}
-	depth := func(idx int) int {
-		d := 0
-		for idx >= 0 {
-			idx = spans[idx].parent
-			d++
-		}
-		return d
+	return idx
+}
+
+// parentFor picks a new span's parent: the root (-1) for ~65%, else a
+// container less than 4 levels deep.
+func (g *gen) parentFor(st *spanTree) int {
+	parent := -1
+	if len(st.containers) > 0 && g.r.IntN(100) >= 65 {
+		parent = st.containers[g.r.IntN(len(st.containers))]
 	}
+	if parent >= 0 && st.depth(parent) >= 4 {
+		parent = -1
+	}
+	return parent
+}
+
+func (st *spanTree) depth(idx int) int {
+	d := 0
+	for idx >= 0 {
+		idx = st.spans[idx].parent
+		d++
+	}
+	return d
+}
+
+// drawSpans draws n spans as a tree under the root and lays them out in
+// time.
+func (g *gen) drawSpans(t *transaction, n int) []span {
+	p := t.p
+	st := spanTree{spans: make([]span, 0, n)}
 	if p.browser {
 		for _, ev := range []string{"domContentLoadedEvent", "loadEvent", "connect", "request", "response"} {
-			add(span{parent: -1, op: "browser." + ev, desc: ev, kind: spanBrowser})
+			st.add(g, span{parent: -1, op: "browser." + ev, desc: ev, kind: spanBrowser})
 		}
 	} else {
 		for j, m := 0, 2+g.r.IntN(3); j < m; j++ {
-			add(span{parent: -1, op: "middleware." + p.name, desc: title(g.noun()) + "Middleware", kind: spanFunction, container: true})
+			st.add(g, span{parent: -1, op: "middleware." + p.name, desc: title(g.noun()) + "Middleware", kind: spanFunction, container: true})
 		}
 	}
-	for len(spans) < n {
-		parent := parentFor()
-		if parent >= 0 && depth(parent) >= 4 {
-			parent = -1
-		}
+	for len(st.spans) < n {
+		parent := g.parentFor(&st)
 		switch x := g.r.IntN(100); {
-		case x < 8 && n-len(spans) >= 10:
+		case x < 8 && n-len(st.spans) >= 10:
 			// N+1: the same statement 10–30 times in a row under one parent.
 			var op string
 			stmt := placeholders(g.sql(&op), p.lang)
-			for j, m := 0, min(10+g.r.IntN(21), n-len(spans)); j < m; j++ {
-				add(span{parent: parent, op: dbOp(p), desc: stmt, kind: spanDB, dbOp: op})
+			for j, m := 0, min(10+g.r.IntN(21), n-len(st.spans)); j < m; j++ {
+				st.add(g, span{parent: parent, op: dbOp(p), desc: stmt, kind: spanDB, dbOp: op})
 			}
 		case x < 45:
 			var op string
 			stmt := placeholders(g.sql(&op), p.lang)
-			add(span{parent: parent, op: dbOp(p), desc: stmt, kind: spanDB, dbOp: op})
+			st.add(g, span{parent: parent, op: dbOp(p), desc: stmt, kind: spanDB, dbOp: op})
 		case x < 60:
 			m := g.pickS([]string{"GET", "GET", "POST", "PUT", "DELETE"})
 			pth, _ := g.urlPath()
-			add(span{parent: parent, op: "http.client", desc: m + " https://" + g.pickS(apiHosts) + pth, kind: spanHTTP})
+			st.add(g, span{parent: parent, op: "http.client", desc: m + " https://" + g.pickS(apiHosts) + pth, kind: spanHTTP})
 		case x < 72:
-			add(span{parent: parent, op: g.pickS([]string{"cache.get", "cache.get", "cache.put"}), desc: g.noun() + ":" + g.itoa(g.r.IntN(100000)), kind: spanCache})
+			st.add(g, span{parent: parent, op: g.pickS([]string{"cache.get", "cache.get", "cache.put"}), desc: g.noun() + ":" + g.itoa(g.r.IntN(100000)), kind: spanCache})
 		case x < 80 && p.browser:
-			add(span{parent: parent, op: g.pickS([]string{"resource.script", "resource.css", "resource.img", "resource.other"}), desc: "https://" + host + "/assets/" + g.noun() + "-" + g.hexID(8) + ".js", kind: spanResource})
+			st.add(g, span{parent: parent, op: g.pickS([]string{"resource.script", "resource.css", "resource.img", "resource.other"}), desc: "https://" + t.host + "/assets/" + g.noun() + "-" + g.hexID(8) + ".js", kind: spanResource})
 		default:
 			op := g.pickS([]string{"function", "function", "serialize", "template.render", "queue.publish", "view.render"})
 			if p.browser {
 				op = g.pickS([]string{"ui.react.render", "ui.react.mount", "function", "mark"})
 			}
-			add(span{parent: parent, op: op, desc: g.camel(), kind: spanFunction, container: true})
+			st.add(g, span{parent: parent, op: op, desc: g.camel(), kind: spanFunction, container: true})
 		}
 	}
-	g.layout(spans, rootChildren, startUS, endUS)
-	plant := g.r.IntN(len(spans))
-	spanStatus := []string{"ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "internal_error", "not_found", "deadline_exceeded"}
+	g.layout(st.spans, st.root, t.startUS, t.endUS)
+	return st.spans
+}
 
-	w := g.payload()
-	w.open()
-	w.kstr("event_id", id)
+// spanStatuses is what a span's or the root's status is drawn from: mostly ok.
+var spanStatuses = []string{"ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "internal_error", "not_found", "deadline_exceeded"}
+
+// transactionHead writes the event's fields up to and including contexts.
+func (g *gen) transactionHead(w *jw, t *transaction) {
+	p := t.p
+	w.kstr("event_id", t.id)
 	w.kstr("type", "transaction")
 	w.kstr("platform", p.name)
-	w.kstr("transaction", name)
+	w.kstr("transaction", t.name)
 	w.obj("transaction_info")
 	if p.browser {
 		w.kstr("source", "route")
@@ -251,19 +312,19 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 		w.kstr("source", g.pickS([]string{"route", "route", "url", "view"}))
 	}
 	w.close()
-	w.kfixed("start_timestamp", startUS, 6)
-	w.kfixed("timestamp", endUS, 6)
-	w.kstr("release", release)
-	w.kstr("environment", environment)
+	w.kfixed("start_timestamp", t.startUS, 6)
+	w.kfixed("timestamp", t.endUS, 6)
+	w.kstr("release", t.release)
+	w.kstr("environment", t.environment)
 	if p.server {
 		w.kstrs("server_name", g.noun(), "-", g.hexID(5), "-", g.itoa(g.r.IntN(20)))
 	}
 	w.obj("contexts")
 	w.obj("trace")
-	w.kstr("trace_id", traceID)
-	w.kstr("span_id", rootID)
-	w.kstr("op", rootOp)
-	w.kstr("status", g.pickS(spanStatus))
+	w.kstr("trace_id", t.traceID)
+	w.kstr("span_id", t.rootID)
+	w.kstr("op", t.rootOp)
+	w.kstr("status", g.pickS(spanStatuses))
 	w.kstrs("origin", "auto.http.", p.name)
 	w.close()
 	if p.runtime[0] != "" {
@@ -273,71 +334,89 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 		w.close()
 	}
 	w.close()
+}
+
+// transactionSpans writes the spans; spans[plant] carries the
+// span_data_password canary.
+func (g *gen) transactionSpans(w *jw, t *transaction, spans []span, plant int) {
 	w.arr("spans")
 	for si := range spans {
 		s := &spans[si]
 		w.open()
 		w.kstr("span_id", s.id)
 		if s.parent < 0 {
-			w.kstr("parent_span_id", rootID)
+			w.kstr("parent_span_id", t.rootID)
 		} else {
 			w.kstr("parent_span_id", spans[s.parent].id)
 		}
-		w.kstr("trace_id", traceID)
+		w.kstr("trace_id", t.traceID)
 		w.kstr("op", s.op)
 		w.kstr("description", s.desc)
 		w.kfixed("start_timestamp", s.start, 6)
 		w.kfixed("timestamp", s.end, 6)
-		w.kstr("status", g.pickS(spanStatus))
-		w.kstr("origin", spanOrigin(s.kind, p))
+		w.kstr("status", g.pickS(spanStatuses))
+		w.kstr("origin", spanOrigin(s.kind, t.p))
 		w.obj("data")
-		switch s.kind {
-		case spanDB:
-			w.kstr("db.system", g.pickS([]string{"postgresql", "postgresql", "mysql"}))
-			w.kstr("db.name", g.pickS([]string{"shop", "orders", "catalog", "accounts_ro"}))
-			w.kstr("db.operation", s.dbOp)
-			w.kstr("server.address", g.pickS(dbHosts))
-			w.kint("server.port", 5432)
-		case spanHTTP:
-			w.kstr("http.request.method", s.desc[:indexByte(s.desc, ' ')])
-			w.kint("http.response.status_code", int64(g.pickStatus()))
-			w.kstr("url", s.desc[indexByte(s.desc, ' ')+1:])
-			w.kint("http.response_content_length", int64(g.r.IntN(200000)))
-		case spanCache:
-			w.kbool("cache.hit", g.r.IntN(3) > 0)
-			w.arr("cache.key")
-			w.str(s.desc)
-			w.closeArr()
-			w.kint("cache.item_size", int64(g.r.IntN(20000)))
-			w.kstrs("network.peer.address", "redis-", g.itoa(g.r.IntN(4)), ".internal")
-		case spanResource:
-			w.kint("http.response_content_length", int64(g.r.IntN(500000)))
-			w.kint("http.decoded_response_content_length", int64(g.r.IntN(2000000)))
-			w.kstr("resource.render_blocking_status", g.pickS([]string{"blocking", "non-blocking"}))
-		default:
-			switch p.lang {
-			case langPython:
-				w.kstr("thread.name", "MainThread")
-			case langJava:
-				w.kstrs("thread.name", "http-nio-8080-exec-", g.itoa(1+g.r.IntN(200)))
-			case langJavaScript:
-				w.kstr("thread.name", "main")
-			}
-		}
+		g.spanData(w, t.p, s)
 		if si == plant {
-			w.kstr("password", g.cv(cvSpanDataPassword, i))
+			w.kstr("password", g.cv(cvSpanDataPassword, t.c.index))
 		}
 		w.close()
 		w.close()
 	}
 	w.closeArr()
+}
+
+// spanData writes a span's data as in the span data conventions.
+func (g *gen) spanData(w *jw, p *platform, s *span) {
+	switch s.kind {
+	case spanDB:
+		w.kstr("db.system", g.pickS([]string{"postgresql", "postgresql", "mysql"}))
+		w.kstr("db.name", g.pickS([]string{"shop", "orders", "catalog", "accounts_ro"}))
+		w.kstr("db.operation", s.dbOp)
+		w.kstr("server.address", g.pickS(dbHosts))
+		w.kint("server.port", 5432)
+	case spanHTTP:
+		w.kstr("http.request.method", s.desc[:indexByte(s.desc, ' ')])
+		w.kint("http.response.status_code", int64(g.pickStatus()))
+		w.kstr("url", s.desc[indexByte(s.desc, ' ')+1:])
+		w.kint("http.response_content_length", int64(g.r.IntN(200000)))
+	case spanCache:
+		w.kbool("cache.hit", g.r.IntN(3) > 0)
+		w.arr("cache.key")
+		w.str(s.desc)
+		w.closeArr()
+		w.kint("cache.item_size", int64(g.r.IntN(20000)))
+		w.kstrs("network.peer.address", "redis-", g.itoa(g.r.IntN(4)), ".internal")
+	case spanResource:
+		w.kint("http.response_content_length", int64(g.r.IntN(500000)))
+		w.kint("http.decoded_response_content_length", int64(g.r.IntN(2000000)))
+		w.kstr("resource.render_blocking_status", g.pickS([]string{"blocking", "non-blocking"}))
+	default:
+		switch p.lang {
+		case langPython:
+			w.kstr("thread.name", "MainThread")
+		case langJava:
+			w.kstrs("thread.name", "http-nio-8080-exec-", g.itoa(1+g.r.IntN(200)))
+		case langJavaScript:
+			w.kstr("thread.name", "main")
+		}
+	}
+}
+
+// webVitals are the browser measurements, each drawn in [0, max).
+var webVitals = []struct {
+	name string
+	max  float64
+	unit string
+}{{"fp", 3000, "millisecond"}, {"fcp", 3000, "millisecond"}, {"lcp", 6000, "millisecond"}, {"ttfb", 1500, "millisecond"}, {"ttfb.requesttime", 800, "millisecond"}, {"cls", 0.5, "none"}}
+
+// measurements writes web vitals (browser) or, for a third of server
+// transactions, one custom measurement.
+func (g *gen) measurements(w *jw, p *platform) {
 	if p.browser {
 		w.obj("measurements")
-		for _, m := range []struct {
-			name string
-			max  float64
-			unit string
-		}{{"fp", 3000, "millisecond"}, {"fcp", 3000, "millisecond"}, {"lcp", 6000, "millisecond"}, {"ttfb", 1500, "millisecond"}, {"ttfb.requesttime", 800, "millisecond"}, {"cls", 0.5, "none"}} {
+		for _, m := range webVitals {
 			w.obj(m.name)
 			w.kfloat("value", g.r.Float64()*m.max, 3)
 			w.kstr("unit", m.unit)
@@ -352,15 +431,19 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 		w.close()
 		w.close()
 	}
+}
+
+// transactionRequest writes the request (with the entry's agent) and the user.
+func (g *gen) transactionRequest(w *jw, t *transaction) {
 	w.obj("request")
-	w.kstrs("url", "https://", host, path)
+	w.kstrs("url", "https://", t.host, t.path)
 	method := "GET"
-	if !p.browser {
-		method = name[:indexByte(name, ' ')]
+	if !t.p.browser {
+		method = t.name[:indexByte(t.name, ' ')]
 	}
 	w.kstr("method", method)
 	w.obj("headers")
-	w.kstr("User-Agent", c.agent.UA)
+	w.kstr("User-Agent", t.c.agent.UA)
 	w.kstr("Accept-Language", g.pickS(locales))
 	w.close()
 	w.close()
@@ -368,22 +451,6 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 	w.kstr("id", g.itoa(1+g.r.IntN(5000000)))
 	w.kstr("ip_address", "{{auto}}")
 	w.close()
-	w.obj("tags")
-	w.kstr("locale", g.pickS(locales))
-	w.kstr("customer.tier", g.tagValue("customer.tier"))
-	w.close()
-	w.obj("extra")
-	w.kstr("public_note", g.cv(cvPublicNote, i))
-	w.close()
-	g.sdkInfo(w, p)
-	w.close()
-
-	pk := g.o.Projects[c.project].PublicKey
-	env.Header = g.header(id, p.sdk, p.sdkVersion, func(h *jw) {
-		g.dsc(h, traceID, pk, release, environment, name, true)
-	})
-	env.Items = []envelope.Item{{Type: "transaction", Payload: g.take()}}
-	return id, 1
 }
 
 func dbOp(p *platform) string {
