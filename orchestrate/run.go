@@ -51,9 +51,45 @@ func (r *runner) note(s string) {
 
 // Run runs the sweep and returns the report. When ctx ends it stops every
 // child quickly and returns the partial report with Interrupted set and
-// ctx's error. A bad config returns an error wrapping ErrConfig and no
-// report. Failed steps do not stop the sweep; Report.Failed counts them.
+// ctx's error. A bad config returns a *ConfigError (it wraps ErrConfig)
+// and no report. Failed steps do not stop the sweep; Report.Failed counts
+// them.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	r, err := newRunner(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	harnessCPUs, restore, err := r.pinHarness()
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+	rep := r.newReport(harnessCPUs)
+	defer func() {
+		rep.Finished = time.Now()
+		rep.Notes = append(rep.Notes, r.notes...)
+	}()
+	cleanup, err := r.prepare(ctx, rep)
+	defer cleanup()
+	if err != nil {
+		if ctx.Err() != nil {
+			rep.Interrupted = true
+			return rep, ctx.Err()
+		}
+		return nil, err
+	}
+	r.sweep(ctx, rep)
+	rep.Interrupted = ctx.Err() != nil
+	summarize(rep, r.cfg)
+	if rep.Interrupted {
+		return rep, ctx.Err()
+	}
+	return rep, nil
+}
+
+// newRunner validates cfg, checks the builds are executables and asks each
+// for its version.
+func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -61,87 +97,87 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	for _, b := range cfg.Builds {
+	r := &runner{cfg: cfg}
+	for i, b := range cfg.Builds {
 		if b.Bin == "" {
 			continue
 		}
 		if st, err := os.Stat(b.Bin); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			return nil, configerr.Errorf("Builds", "build %s: %s is not an executable file", b.Name, b.Bin)
 		}
-	}
-	r := &runner{cfg: cfg}
-	cfg.Builds = append([]Build(nil), cfg.Builds...) // the caller's slice stays as it was
-	for i, b := range cfg.Builds {
-		if b.Bin == "" {
-			continue
-		}
-		cfg.Builds[i].Version = probeVersion(ctx, b.Bin)
-		if strings.Contains(cfg.Builds[i].Version, "not Relay") {
-			r.notes = append(r.notes, fmt.Sprintf("build %s is %q: a stand-in for tests, not Relay; its CPU and memory figures say nothing about Relay's", b.Name, cfg.Builds[i].Version))
+		v := probeVersion(ctx, b.Bin)
+		cfg.Builds[i].Version = v
+		if !strings.HasPrefix(v, "relay ") {
+			// Relay answers --version with "relay <version>" (26.4.0: "relay 26.4.0").
+			r.notes = append(r.notes, fmt.Sprintf("build %s answers --version with %q, not \"relay <version>\": it may not be Relay, and its figures may not be Relay's", b.Name, v))
 		}
 	}
 	r.cfg = cfg
 	if cfg.RelayCPUs != "" {
 		r.threads, _ = CountCPUs(cfg.RelayCPUs)
 	}
-	harnessCPUs, restore, err := r.pinHarness()
-	if err != nil {
-		return nil, err
-	}
-	defer restore()
+	return r, nil
+}
+
+// newReport starts the report with what shapes the numbers.
+func (r *runner) newReport(harnessCPUs string) *Report {
+	cfg := r.cfg
 	rep := &Report{Started: time.Now(), Harness: cfg.Harness(), Host: hostInfo(), KeptUpWith: map[string]float64{}}
 	rep.Setup = Setup{
 		Builds: cfg.Builds, Rates: cfg.Rates, Rounds: cfg.Rounds, FindMax: cfg.FindMax,
 		Duration: cfg.Duration, Warmup: cfg.Warmup, Idle: cfg.Idle, Seed: cfg.Seed, Projects: cfg.Projects,
 		PoolSize: cfg.PoolSize, UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents,
 		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
-		StatsDMetrics: cfg.StatsDMetrics,
+		StatsDMetrics: cfg.StatsDMetrics, HarnessProcs: runtime.GOMAXPROCS(0),
 	}
 	if !cfg.Harness() {
 		rep.Setup.VerifyEnvelopeEvery = cfg.VerifyEnvelopeEvery
 	}
-	rep.Setup.HarnessProcs = runtime.GOMAXPROCS(0)
 	if rep.Setup.Encoding == "" {
 		rep.Setup.Encoding = string(compression.Identity)
 	}
-	defer func() {
-		rep.Finished = time.Now()
-		rep.Notes = append(rep.Notes, r.notes...)
-	}()
+	return rep
+}
 
+// prepare sets up what every step shares: perf, the StatsD receiver, the
+// work directory, the projects and the pool. cleanup undoes it (also after
+// an error).
+func (r *runner) prepare(ctx context.Context, rep *Report) (cleanup func(), err error) {
+	cfg := r.cfg
+	var undo []func()
+	cleanup = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
 	if cfg.Perf != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.Perf), 0o755); err != nil {
-			return nil, configerr.Wrap("Perf", err)
+			return cleanup, configerr.Wrap("Perf", err)
 		}
-		r.perf, err = preparePerf(ctx, cfg.CallGraph)
-		if err != nil {
-			return nil, err
+		if r.perf, err = preparePerf(ctx, cfg.CallGraph); err != nil {
+			return cleanup, err
 		}
 		for _, n := range r.perf.notes {
 			r.note(n)
 		}
 	}
 	if cfg.StatsDListen != "" {
-		r.statsd, err = statsd.Listen(ctx, cfg.StatsDListen)
-		if err != nil {
-			return nil, configerr.Wrap("StatsDListen", err)
+		if r.statsd, err = statsd.Listen(ctx, cfg.StatsDListen); err != nil {
+			return cleanup, configerr.Wrap("StatsDListen", err)
 		}
-		defer r.statsd.Close()
+		undo = append(undo, func() { r.statsd.Close() })
 	}
-
-	r.root, err = os.MkdirTemp(cfg.WorkDir, "relayload-")
-	if err != nil {
-		return nil, err
+	if r.root, err = os.MkdirTemp(cfg.WorkDir, "relayload-"); err != nil {
+		return cleanup, err
 	}
 	if cfg.Keep {
 		r.note("work directory kept: " + r.root)
 	} else {
-		defer os.RemoveAll(r.root)
+		root := r.root
+		undo = append(undo, func() { os.RemoveAll(root) })
 	}
-
-	r.projects, err = projects.Generate(cfg.Seed, cfg.Projects)
-	if err != nil {
-		return nil, configerr.Wrap("Projects", err)
+	if r.projects, err = projects.Generate(cfg.Seed, cfg.Projects); err != nil {
+		return cleanup, configerr.Wrap("Projects", err)
 	}
 	r.logf("building a pool of %d envelopes (seed %d, %d projects)", cfg.PoolSize, cfg.Seed, cfg.Projects)
 	r.pool, err = pool.Build(ctx, pool.Options{
@@ -149,70 +185,69 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents, Encoding: cfg.Encoding,
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			rep.Interrupted = true
-			return rep, ctx.Err()
-		}
-		return nil, configerr.Wrap("PoolSize", err)
+		return cleanup, configerr.Wrap("PoolSize", err)
 	}
 	rep.Setup.Mix = r.pool.Options.Mix.String()
 	rep.Setup.UserAgents = r.pool.Options.UserAgents
 	ps := r.pool.Stats()
 	rep.Setup.PoolBytes = map[string]int64{"raw": ps.RawBytes, "encoded": ps.EncodedBytes}
+	return cleanup, nil
+}
 
+// sweep runs the steps: the bisection with FindMax, else every rate of
+// every round, builds alternating.
+func (r *runner) sweep(ctx context.Context, rep *Report) {
+	cfg := r.cfg
 	run := func(b Build, round int, rate float64, probe bool) *Step {
-		st := &Step{Index: len(rep.Steps) + 1, Build: b.Name, Round: round, Rate: rate, Probe: probe}
-		rep.Steps = append(rep.Steps, st)
-		r.logf("step %d: %s, round %d, %s", st.Index, b.Name, round, rateLabel(rate))
-		r.runStep(ctx, st, b)
-		if st.Failed {
-			rep.Failed++
-			r.logf("  FAILED: %s", st.Error)
-			if st.LogTail != "" {
-				r.logf("  relay log tail:\n%s", indent(st.LogTail, "    | "))
-			}
-		} else {
-			r.logf("  %s: sent %.0f/s, accepted %.0f/s, forwarded %.0f/s, p99 %.1f ms, cpu %.3f cores (%.3f ms/envelope), peak RSS %s %s",
-				st.Verdict, st.AchievedRate, st.AcceptedRate, st.Steady.ForwardedRate, st.Latency.P99, st.CPU.NetCores, st.CPU.MsPerEnv,
-				mib(st.Memory.PeakRSS), strings.Join(st.Reasons, "; "))
-		}
-		return st
+		return r.step(ctx, rep, b, round, rate, probe)
 	}
-
 	if cfg.FindMax {
 		r.nSteps = len(cfg.Builds) * cfg.FindMaxProbes
 		for _, b := range cfg.Builds {
 			if ctx.Err() != nil {
-				break
+				return
 			}
 			rep.FindMax = append(rep.FindMax, r.findMax(ctx, b, run))
 		}
-	} else {
-		r.nSteps = len(cfg.Builds) * len(cfg.Rates) * cfg.Rounds
-	sweep:
-		for round := 1; round <= cfg.Rounds; round++ {
-			for _, rate := range cfg.Rates {
-				// Alternate the order of builds from round to round, so
-				// that drift of the machine affects each build alike.
-				order := slices.Clone(cfg.Builds)
-				if round%2 == 0 {
-					slices.Reverse(order)
+		return
+	}
+	r.nSteps = len(cfg.Builds) * len(cfg.Rates) * cfg.Rounds
+	for round := 1; round <= cfg.Rounds; round++ {
+		for _, rate := range cfg.Rates {
+			// Alternate the order of builds from round to round, so that
+			// drift of the machine affects each build alike.
+			order := slices.Clone(cfg.Builds)
+			if round%2 == 0 {
+				slices.Reverse(order)
+			}
+			for _, b := range order {
+				if ctx.Err() != nil {
+					return
 				}
-				for _, b := range order {
-					if ctx.Err() != nil {
-						break sweep
-					}
-					run(b, round, rate, false)
-				}
+				run(b, round, rate, false)
 			}
 		}
 	}
-	rep.Interrupted = ctx.Err() != nil
-	summarize(rep, cfg)
-	if rep.Interrupted {
-		return rep, ctx.Err()
+}
+
+// step runs one step, adds it to the report and logs how it went.
+func (r *runner) step(ctx context.Context, rep *Report, b Build, round int, rate float64, probe bool) *Step {
+	st := &Step{Index: len(rep.Steps) + 1, Build: b.Name, Round: round, Rate: rate, Probe: probe}
+	rep.Steps = append(rep.Steps, st)
+	r.logf("step %d: %s, round %d, %s", st.Index, b.Name, round, rateLabel(rate))
+	r.runStep(ctx, st, b)
+	if st.Failed {
+		rep.Failed++
+		r.logf("  FAILED: %s", st.Error)
+		if st.LogTail != "" {
+			r.logf("  relay log tail:\n%s", indent(st.LogTail, "    | "))
+		}
+		return st
 	}
-	return rep, nil
+	r.logf("  %s: sent %.0f/s, accepted %.0f/s, forwarded %.0f/s, p99 %.1f ms, cpu %.3f cores (%.3f ms/envelope), peak RSS %s %s",
+		st.Verdict, st.AchievedRate, st.AcceptedRate, st.Steady.ForwardedRate, st.Latency.P99, st.CPU.NetCores, st.CPU.MsPerEnv,
+		mib(st.Memory.PeakRSS), strings.Join(st.Reasons, "; "))
+	return st
 }
 
 // pinHarness keeps orchestrate (blast, fake upstream) off Relay's CPUs:

@@ -97,7 +97,7 @@ func TestStandinSweep(t *testing.T) {
 	if v := rep.Setup.Builds[0].Version; !strings.Contains(v, "standin-relay") || !strings.Contains(v, "not Relay") {
 		t.Errorf("build version %q", v)
 	}
-	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "stand-in for tests, not Relay") }) {
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "it may not be Relay, and its figures may not be Relay's") }) {
 		t.Errorf("no stand-in note in %q", rep.Notes)
 	}
 	if cfg.Builds[0].Version != "" {
