@@ -18,7 +18,7 @@ help:
 	@echo "make e2e RELAY_BIN=PATH           the tests against a real Relay (skipped without RELAY_BIN)"
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/... ./internal/cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/...
 
 test:
 	$(GO) test -race -timeout 15m $(PKGS)
