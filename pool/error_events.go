@@ -8,7 +8,7 @@ import (
 
 // Error events. Sizes and counts (see the package doc for measured ranges):
 // primary stack 20–80 frames, 30% chained with 1–2 causes of 5–30 frames,
-// 5–60 breadcrumbs, request with 8–12 headers, cookies, query and body.
+// 5–60 breadcrumbs, request with 10–11 headers, cookies, query and body.
 
 // appFrame writes one in-app frame.
 func (g *gen) appFrame(w *jw, p *platform, vars func(w *jw)) {
@@ -216,6 +216,36 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 
 	w := g.payload()
 	w.open()
+	g.errorHead(w, p, id, ts, release, environment, route)
+	g.logentry(w, i)
+	g.exceptions(w, p, i)
+	g.breadcrumbs(w, p, ts, host, i)
+	g.request(w, p, c, host, path, i)
+	g.eventUser(w, p, c, i)
+	g.contexts(w, p, c, traceID, spanID)
+	g.eventTags(w)
+	g.eventExtra(w, i)
+	if g.r.IntN(10) == 0 {
+		w.arr("fingerprint")
+		w.str("{{ default }}")
+		w.str(g.noun())
+		w.closeArr()
+	}
+	g.sdkInfo(w, p)
+	w.close()
+
+	pk := g.o.Projects[c.project].PublicKey
+	env.Header = g.header(id, p.sdk, p.sdkVersion, func(h *jw) {
+		g.dsc(h, traceID, pk, release, environment, route, true)
+	})
+	env.Items = []envelope.Item{{Type: "event", Payload: g.take()}}
+	return id, 1
+}
+
+// errorHead writes the event's top-level fields: event_id, timestamp,
+// platform, level, logger, server_name, release, dist, environment and
+// transaction.
+func (g *gen) errorHead(w *jw, p *platform, id string, ts float64, release, environment, route string) {
 	w.kstr("event_id", id)
 	w.kfixed("timestamp", int64(ts*1000), 3)
 	w.kstr("platform", p.name)
@@ -239,7 +269,11 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	}
 	w.kstr("environment", environment)
 	w.kstr("transaction", route)
+}
 
+// logentry writes the message; its formatted text carries the
+// logentry_card canary.
+func (g *gen) logentry(w *jw, i int) {
 	orderID := g.itoa(1000 + g.r.IntN(900000))
 	w.obj("logentry")
 	w.kstr("message", "Payment declined for order %s")
@@ -248,8 +282,11 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	w.closeArr()
 	w.kstrs("formatted", "Payment declined for order ", orderID, " (card ", g.cv(cvLogentryCard, i), ")")
 	w.close()
+}
 
-	// Exceptions: causes first, the caught/outermost exception last.
+// exceptions writes 1–3 exceptions, causes first, the caught (outermost)
+// exception last; its stack trace plants the frame_var_api_key canary.
+func (g *gen) exceptions(w *jw, p *platform, i int) {
 	nExc := 1
 	switch x := g.r.IntN(100); {
 	case x < 5:
@@ -260,46 +297,52 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	w.obj("exception")
 	w.arr("values")
 	for k := 0; k < nExc; k++ {
-		e := p.excs[g.r.IntN(len(p.excs))]
-		last := k == nExc-1
-		w.open()
-		w.kstr("type", e.typ)
-		w.kstr("value", e.value(g))
-		if e.module != "" {
-			w.kstr("module", e.module)
-		}
-		w.obj("mechanism")
-		if last {
-			w.kstr("type", p.mechanisms[g.r.IntN(len(p.mechanisms))])
-			w.kbool("handled", g.r.IntN(3) == 0)
-			if nExc > 1 {
-				w.kint("exception_id", 0)
-			}
-		} else {
-			w.kstr("type", "chained")
-			w.kstr("source", "__cause__")
-			w.kint("exception_id", int64(nExc-1-k))
-			w.kint("parent_id", int64(nExc-2-k))
-		}
-		w.close()
-		if last {
-			u := g.r.Float64()
-			g.stacktrace(w, p, 20+int(u*u*61), func(w *jw) { // 20–80, mean ≈ 40
-				w.kstr("api_key", g.cv(cvFrameVarAPIKey, i))
-				w.kint("retries", int64(g.r.IntN(5)))
-				w.kstr(g.noun()+"_id", g.itoa(g.r.IntN(100000)))
-			})
-		} else {
-			g.stacktrace(w, p, 5+g.r.IntN(26), nil)
-		}
-		w.close()
+		g.exception(w, p, k, nExc, i)
 	}
 	w.closeArr()
 	w.close()
+}
 
-	g.breadcrumbs(w, p, ts, host, i)
-	g.request(w, p, c, host, path, i)
+// exception writes exception k of n: a chained cause, or (k = n-1) the
+// caught exception with the long stack trace.
+func (g *gen) exception(w *jw, p *platform, k, n, i int) {
+	e := p.excs[g.r.IntN(len(p.excs))]
+	last := k == n-1
+	w.open()
+	w.kstr("type", e.typ)
+	w.kstr("value", e.value(g))
+	if e.module != "" {
+		w.kstr("module", e.module)
+	}
+	w.obj("mechanism")
+	if last {
+		w.kstr("type", p.mechanisms[g.r.IntN(len(p.mechanisms))])
+		w.kbool("handled", g.r.IntN(3) == 0)
+		if n > 1 {
+			w.kint("exception_id", 0)
+		}
+	} else {
+		w.kstr("type", "chained")
+		w.kstr("source", "__cause__")
+		w.kint("exception_id", int64(n-1-k))
+		w.kint("parent_id", int64(n-2-k))
+	}
+	w.close()
+	if last {
+		u := g.r.Float64()
+		g.stacktrace(w, p, 20+int(u*u*61), func(w *jw) { // 20–80, mean ≈ 40
+			w.kstr("api_key", g.cv(cvFrameVarAPIKey, i))
+			w.kint("retries", int64(g.r.IntN(5)))
+			w.kstr(g.noun()+"_id", g.itoa(g.r.IntN(100000)))
+		})
+	} else {
+		g.stacktrace(w, p, 5+g.r.IntN(26), nil)
+	}
+	w.close()
+}
 
+// eventUser writes the user; its username carries the secret_value canary.
+func (g *gen) eventUser(w *jw, p *platform, c *ctx, i int) {
 	w.obj("user")
 	w.kstr("id", g.itoa(1+g.r.IntN(5000000)))
 	w.kstr("email", g.email())
@@ -310,9 +353,10 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 		w.kstr("ip_address", c.ip)
 	}
 	w.close()
+}
 
-	g.contexts(w, p, c, traceID, spanID)
-
+// eventTags writes 3–8 distinct tags.
+func (g *gen) eventTags(w *jw) {
 	w.obj("tags")
 	tagKeys := []string{"locale", "customer.tier", "region", "feature.new_checkout", "http.status_code", "shard", "payment.provider", "ab.variant", "page.type", "build.channel"}
 	for j, n := 0, 3+g.r.IntN(6); j < n; j++ {
@@ -323,7 +367,11 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 		w.str(g.tagValue(tagKeys[j]))
 	}
 	w.close()
+}
 
+// eventExtra writes extra with the URL password, credentials, PEM key,
+// card, IBAN and SSN canaries and the public_note control.
+func (g *gen) eventExtra(w *jw, i int) {
 	w.obj("extra")
 	w.kstrs("db_url", "postgres://app:", g.cv(cvURLPassword, i), "@", g.pickS(dbHosts), ":5432/shop")
 	w.obj("credentials")
@@ -343,22 +391,6 @@ func (g *gen) errorEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	}
 	w.closeArr()
 	w.close()
-
-	if g.r.IntN(10) == 0 {
-		w.arr("fingerprint")
-		w.str("{{ default }}")
-		w.str(g.noun())
-		w.closeArr()
-	}
-	g.sdkInfo(w, p)
-	w.close()
-
-	pk := g.o.Projects[c.project].PublicKey
-	env.Header = g.header(id, p.sdk, p.sdkVersion, func(h *jw) {
-		g.dsc(h, traceID, pk, release, environment, route, true)
-	})
-	env.Items = []envelope.Item{{Type: "event", Payload: g.take()}}
-	return id, 1
 }
 
 func (g *gen) tagValue(k string) string {
