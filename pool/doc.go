@@ -83,7 +83,7 @@
 //   - logs: one "log" container (content_type
 //     application/vnd.sentry.items.log+json, item_count = records) with 1–100
 //     records (median 7, mean 21), level and severity_number, trace/span ids,
-//     4–15 typed attributes (SDK defaults, message template and parameters,
+//     5–15 typed attributes (SDK defaults, message template and parameters,
 //     server.address, user_agent.original for browser logs, custom ones).
 //
 // # PII canaries

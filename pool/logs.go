@@ -7,7 +7,7 @@ import (
 
 // Logs: one `log` container item with 1–100 records (long-tailed: median
 // ≈ 7, mean ≈ 21), item_count = records, content_type
-// application/vnd.sentry.items.log+json. Records carry 6–14 attributes:
+// application/vnd.sentry.items.log+json. Records carry 5–15 attributes:
 // the SDK defaults, a message template with parameters for half of them,
 // and a few typed custom attributes. One record's body carries the
 // log_body_email canary, one record has a `password` attribute
@@ -20,6 +20,13 @@ var levels = [...]struct {
 	sev  int64
 }{{"trace", 1}, {"debug", 5}, {"info", 9}, {"info", 9}, {"info", 9}, {"info", 9}, {"warn", 13}, {"warn", 13}, {"error", 17}, {"fatal", 21}}
 
+// logBatch is what the records of one log envelope share.
+type logBatch struct {
+	c                          *ctx
+	p                          *platform
+	release, environment, host string
+}
+
 func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 	p := g.platformFor(c.agent.Class)
 	if p.mobile {
@@ -30,12 +37,12 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 	if n > 100 {
 		n = 100
 	}
-	release, environment := g.release(c), g.environment()
-	host := g.noun() + "-" + g.hexID(5)
+	b := logBatch{c: c, p: p}
+	b.release, b.environment = g.release(c), g.environment()
+	b.host = g.noun() + "-" + g.hexID(5)
 	emailAt, pwAt := g.r.IntN(n), g.r.IntN(n)
 	t := g.now - 15 - g.r.Float64()*10 // ≤ 100 records × ≤ 0.1 s: the last ends ≥ 5 s before Now
 	traceID := g.uuid()
-	i := c.index
 
 	w := g.payload()
 	w.open()
@@ -45,86 +52,103 @@ func (g *gen) logEnvelope(c *ctx, env *envelope.Envelope) int {
 			traceID = g.uuid()
 		}
 		t += g.r.Float64() * 0.1
-		lv := levels[g.r.IntN(len(levels))]
-		w.open()
-		w.kfixed("timestamp", int64(t*1e6), 6)
-		w.kstr("trace_id", traceID)
-		if g.r.IntN(2) == 0 {
-			w.kstr("span_id", g.hexID(16))
-		}
-		w.kstr("level", lv.name)
-		w.kint("severity_number", lv.sev)
-
-		// Body: a parameterised message or free text.
-		templated := g.r.IntN(2) == 0
-		var tmpl string
-		var params []string
-		if j == emailAt {
-			w.kstrs("body", "Receipt sent to ", g.cv(cvLogBodyEmail, i))
-		} else if templated {
-			a, b := g.noun(), g.noun()
-			v := g.pickS(pastVerbs)
-			tmpl = title(a) + " %s " + v + " for " + b + " %s in %sms"
-			params = []string{g.itoa(g.r.IntN(1000000)), g.hexID(8), g.itoa(g.r.IntN(5000))}
-			w.kstrs("body", title(a), " ", params[0], " ", v, " for ", b, " ", params[1], " in ", params[2], "ms")
-		} else {
-			w.kstr("body", g.sentence())
-		}
-		w.obj("attributes")
-		attrStr(w, "sentry.environment", environment)
-		attrStr(w, "sentry.release", release)
-		attrStr(w, "sentry.sdk.name", p.sdk)
-		attrStr(w, "sentry.sdk.version", p.sdkVersion)
-		if p.server {
-			attrStr(w, "server.address", host)
-		}
-		if c.agent.Class == useragent.Browser && p.browser {
-			attrStr(w, "user_agent.original", c.agent.UA)
-		}
-		if tmpl != "" {
-			attrStr(w, "sentry.message.template", tmpl)
-			for k, v := range params {
-				attrStr(w, "sentry.message.parameter."+g.itoa(k), v)
-			}
-		}
-		if g.r.IntN(3) == 0 {
-			attrStr(w, "sentry.origin", "auto.log."+g.pickS([]string{"stdlib", "console", "logback", "slog", "winston"}))
-		}
-		var custom [4]string
-		for k, m := 0, g.r.IntN(5); k < m; k++ {
-			name := g.noun() + "." + g.pickS([]string{"id", "count", "ms", "enabled", "name", "ratio"})
-			if slicesContains(custom[:k], name) {
-				continue
-			}
-			custom[k] = name
-			w.obj(name)
-			switch name[indexByte(name, '.')+1:] {
-			case "count", "id":
-				w.kint("value", int64(g.r.IntN(100000)))
-				w.kstr("type", "integer")
-			case "ms", "ratio":
-				w.kfloat("value", g.r.Float64()*1000, 3)
-				w.kstr("type", "double")
-			case "enabled":
-				w.kbool("value", g.r.IntN(2) == 0)
-				w.kstr("type", "boolean")
-			default:
-				w.kstrs("value", g.noun(), "-", g.adjective())
-				w.kstr("type", "string")
-			}
-			w.close()
-		}
-		if j == pwAt {
-			attrStr(w, "password", g.cv(cvLogAttributePassword, i))
-		}
-		w.close()
-		w.close()
+		g.logRecord(w, &b, t, traceID, j == emailAt, j == pwAt)
 	}
 	w.closeArr()
 	w.close()
 	env.Header = g.header("", p.sdk, p.sdkVersion, nil)
 	env.Items = []envelope.Item{{Type: "log", ContentType: logContentType, ItemCount: n, Payload: g.take()}}
 	return n
+}
+
+// logRecord writes one record at t (seconds). With email its body carries
+// the log_body_email canary, with password it has the
+// log_attribute_password attribute.
+func (g *gen) logRecord(w *jw, b *logBatch, t float64, traceID string, email, password bool) {
+	lv := levels[g.r.IntN(len(levels))]
+	w.open()
+	w.kfixed("timestamp", int64(t*1e6), 6)
+	w.kstr("trace_id", traceID)
+	if g.r.IntN(2) == 0 {
+		w.kstr("span_id", g.hexID(16))
+	}
+	w.kstr("level", lv.name)
+	w.kint("severity_number", lv.sev)
+	tmpl, params := g.logBody(w, email, b.c.index)
+	w.obj("attributes")
+	g.logAttributes(w, b, tmpl, params)
+	if password {
+		attrStr(w, "password", g.cv(cvLogAttributePassword, b.c.index))
+	}
+	w.close()
+	w.close()
+}
+
+// logBody writes the body: a parameterised message (then it returns the
+// template and its parameters) or free text.
+func (g *gen) logBody(w *jw, email bool, i int) (tmpl string, params []string) {
+	templated := g.r.IntN(2) == 0
+	if email {
+		w.kstrs("body", "Receipt sent to ", g.cv(cvLogBodyEmail, i))
+	} else if templated {
+		a, b := g.noun(), g.noun()
+		v := g.pickS(pastVerbs)
+		tmpl = title(a) + " %s " + v + " for " + b + " %s in %sms"
+		params = []string{g.itoa(g.r.IntN(1000000)), g.hexID(8), g.itoa(g.r.IntN(5000))}
+		w.kstrs("body", title(a), " ", params[0], " ", v, " for ", b, " ", params[1], " in ", params[2], "ms")
+	} else {
+		w.kstr("body", g.sentence())
+	}
+	return tmpl, params
+}
+
+// logAttributes writes the SDK defaults, the message template and its
+// parameters, and 0–4 typed custom attributes.
+func (g *gen) logAttributes(w *jw, b *logBatch, tmpl string, params []string) {
+	p, c := b.p, b.c
+	attrStr(w, "sentry.environment", b.environment)
+	attrStr(w, "sentry.release", b.release)
+	attrStr(w, "sentry.sdk.name", p.sdk)
+	attrStr(w, "sentry.sdk.version", p.sdkVersion)
+	if p.server {
+		attrStr(w, "server.address", b.host)
+	}
+	if c.agent.Class == useragent.Browser && p.browser {
+		attrStr(w, "user_agent.original", c.agent.UA)
+	}
+	if tmpl != "" {
+		attrStr(w, "sentry.message.template", tmpl)
+		for k, v := range params {
+			attrStr(w, "sentry.message.parameter."+g.itoa(k), v)
+		}
+	}
+	if g.r.IntN(3) == 0 {
+		attrStr(w, "sentry.origin", "auto.log."+g.pickS([]string{"stdlib", "console", "logback", "slog", "winston"}))
+	}
+	var custom [4]string
+	for k, m := 0, g.r.IntN(5); k < m; k++ {
+		name := g.noun() + "." + g.pickS([]string{"id", "count", "ms", "enabled", "name", "ratio"})
+		if slicesContains(custom[:k], name) {
+			continue
+		}
+		custom[k] = name
+		w.obj(name)
+		switch name[indexByte(name, '.')+1:] {
+		case "count", "id":
+			w.kint("value", int64(g.r.IntN(100000)))
+			w.kstr("type", "integer")
+		case "ms", "ratio":
+			w.kfloat("value", g.r.Float64()*1000, 3)
+			w.kstr("type", "double")
+		case "enabled":
+			w.kbool("value", g.r.IntN(2) == 0)
+			w.kstr("type", "boolean")
+		default:
+			w.kstrs("value", g.noun(), "-", g.adjective())
+			w.kstr("type", "string")
+		}
+		w.close()
+	}
 }
 
 func attrStr(w *jw, k, v string) {
