@@ -468,65 +468,73 @@ func (g *gen) breadcrumbs(w *jw, p *platform, ts float64, host string, i int) {
 		if j == plant {
 			kind = 0
 		}
-		switch kind {
-		case 0:
-			status := 200
-			if g.r.IntN(6) == 0 {
-				status = 400 + g.r.IntN(104)
-			}
-			w.kstr("type", "http")
-			if p.browser {
-				w.kstr("category", g.pickS([]string{"fetch", "xhr"}))
-			} else {
-				w.kstr("category", "httplib")
-			}
-			if status >= 400 {
-				w.kstr("level", "warning")
-			}
-			w.obj("data")
-			w.kstr("method", g.pickS([]string{"GET", "GET", "GET", "POST", "PUT", "DELETE"}))
-			w.kstr("url", endpoints[g.r.IntN(len(endpoints))]) // apps call a few endpoints again and again
-			w.kint("status_code", int64(status))
-			if j == plant {
-				w.kstr("token", g.cv(cvBreadcrumbToken, i))
-			}
-			w.close()
-		case 1:
-			if p.browser || p.mobile {
-				from, _ := g.urlPath()
-				to, _ := g.urlPath()
-				w.kstr("type", "navigation")
-				w.kstr("category", "navigation")
-				w.obj("data")
-				w.kstr("from", from)
-				w.kstr("to", to)
-				w.close()
-			} else {
-				w.kstr("type", "default")
-				w.kstr("category", "query")
-				w.kstr("message", g.sql(nil))
-			}
-		case 2:
-			if p.browser || p.mobile {
-				w.kstr("type", "default")
-				w.kstr("category", "ui.click")
-				n := g.noun()
-				w.kstrs("message", "div.", n, "-list > button.", n, "-", g.verb(), "[data-test-id=\"", g.verb(), "-", n, "\"]")
-			} else {
-				w.kstr("type", "default")
-				w.kstr("category", "query")
-				w.kstr("message", g.sql(nil))
-			}
-		default:
-			w.kstr("type", "default")
-			w.kstr("category", g.pickS([]string{"console", "console", "app." + g.noun(), "redis"}))
-			w.kstr("level", g.pickS([]string{"info", "info", "debug", "warning"}))
-			w.kstr("message", g.sentence())
-		}
+		g.breadcrumb(w, p, kind, endpoints[:], j == plant, i)
 		w.close()
 	}
 	w.closeArr()
 	w.close()
+}
+
+// breadcrumb writes the type, category, level, message and data of one
+// breadcrumb of kind 0 (http; with plant the one with the breadcrumb_token
+// canary), 1 (navigation or query), 2 (ui.click or query) or 3–4 (log
+// message). Browsers and apps navigate and click, servers query.
+func (g *gen) breadcrumb(w *jw, p *platform, kind int, endpoints []string, plant bool, i int) {
+	switch kind {
+	case 0:
+		status := 200
+		if g.r.IntN(6) == 0 {
+			status = 400 + g.r.IntN(104)
+		}
+		w.kstr("type", "http")
+		if p.browser {
+			w.kstr("category", g.pickS([]string{"fetch", "xhr"}))
+		} else {
+			w.kstr("category", "httplib")
+		}
+		if status >= 400 {
+			w.kstr("level", "warning")
+		}
+		w.obj("data")
+		w.kstr("method", g.pickS([]string{"GET", "GET", "GET", "POST", "PUT", "DELETE"}))
+		w.kstr("url", endpoints[g.r.IntN(len(endpoints))]) // apps call a few endpoints again and again
+		w.kint("status_code", int64(status))
+		if plant {
+			w.kstr("token", g.cv(cvBreadcrumbToken, i))
+		}
+		w.close()
+	case 1:
+		if p.browser || p.mobile {
+			from, _ := g.urlPath()
+			to, _ := g.urlPath()
+			w.kstr("type", "navigation")
+			w.kstr("category", "navigation")
+			w.obj("data")
+			w.kstr("from", from)
+			w.kstr("to", to)
+			w.close()
+		} else {
+			w.kstr("type", "default")
+			w.kstr("category", "query")
+			w.kstr("message", g.sql(nil))
+		}
+	case 2:
+		if p.browser || p.mobile {
+			w.kstr("type", "default")
+			w.kstr("category", "ui.click")
+			n := g.noun()
+			w.kstrs("message", "div.", n, "-list > button.", n, "-", g.verb(), "[data-test-id=\"", g.verb(), "-", n, "\"]")
+		} else {
+			w.kstr("type", "default")
+			w.kstr("category", "query")
+			w.kstr("message", g.sql(nil))
+		}
+	default:
+		w.kstr("type", "default")
+		w.kstr("category", g.pickS([]string{"console", "console", "app." + g.noun(), "redis"}))
+		w.kstr("level", g.pickS([]string{"info", "info", "debug", "warning"}))
+		w.kstr("message", g.sentence())
+	}
 }
 
 // request writes the request interface with the request canaries.
