@@ -38,9 +38,6 @@ const logTailLines = 20
 // longer than it never measures a shutdown.
 const shutdownMargin = 5 * time.Second
 
-// errNoSelf stands for a reading of orchestrate itself that was not taken.
-var errNoSelf = errors.New("no reading of orchestrate")
-
 // errRelayExited cancels a step's context when Relay dies under it.
 var errRelayExited = errors.New("relay exited")
 
@@ -376,65 +373,8 @@ func (s *step) measure() error {
 			mib(rssLimit), float64(rss)/(1<<20), after.Seconds())
 		stopBlast()
 	})
-
-	// The harness (orchestrate: blast, the fake upstream, sampling) is
-	// sampled over the same window: its CPU is CPU Relay could not use.
-	self, _ := relayproc.NewSampler(os.Getpid())
-	var (
-		winMu         sync.Mutex
-		winA, selfA   relayproc.Sample
-		winOK, selfOK bool
-		perf          *perfRun
-	)
-	timers := []*time.Timer{time.AfterFunc(cfg.Warmup, func() {
-		smp, err := s.sampler.Read()
-		var me relayproc.Sample
-		var meErr error = errNoSelf
-		if self != nil && !s.harness {
-			me, meErr = self.Read()
-		}
-		winMu.Lock()
-		winA, winOK = smp, err == nil
-		selfA, selfOK = me, meErr == nil
-		winMu.Unlock()
-		if s.r.statsd != nil {
-			s.r.statsd.Reset()
-		}
-		if s.r.perf != nil {
-			p, err := s.r.perf.start(s.sampler.PID(), s.r.perfFile(st))
-			winMu.Lock()
-			if err != nil {
-				st.Perf = &PerfRecord{File: s.r.perfFile(st), Note: err.Error()}
-			} else {
-				perf = p
-			}
-			winMu.Unlock()
-		}
-	})}
-	if f := cfg.Fault; f != nil {
-		timers = append(timers,
-			time.AfterFunc(cfg.Warmup+f.Start, func() { s.faults.begin(s.up, f) }),
-			time.AfterFunc(cfg.Warmup+f.Start+f.Duration, func() { s.faults.end(s.up) }))
-	}
-	stopPerf := func() {
-		winMu.Lock()
-		p := perf
-		perf = nil
-		winMu.Unlock()
-		if p != nil {
-			grace := 3 * time.Second
-			if s.parent.Err() != nil {
-				grace = 500 * time.Millisecond
-			}
-			st.Perf = p.stop(grace)
-		}
-	}
-	defer func() {
-		for _, t := range timers {
-			t.Stop()
-		}
-		stopPerf()
-	}()
+	w := s.openWindow()
+	defer w.close()
 
 	bc := blast.Config{
 		Target: s.target, Pool: s.r.pool, Rate: st.Rate, Duration: cfg.Duration, Warmup: cfg.Warmup,
@@ -449,35 +389,119 @@ func (s *step) measure() error {
 	}
 	res, err := blast.Run(blastCtx, bc)
 	s.blastEnd = time.Now()
-	winB, errB := s.sampler.Read()
-	var selfB relayproc.Sample
-	errSelf := errNoSelf
-	if self != nil && !s.harness {
-		selfB, errSelf = self.Read()
-	}
-	for _, t := range timers {
-		t.Stop()
-	}
-	stopPerf()
-	s.faults.end(s.up)
+	w.close()
 	if err != nil {
 		return fmt.Errorf("blast: %w", err)
 	}
 	s.res = res
 	s.fillLoad(res)
-	winMu.Lock()
-	if winOK && errB == nil {
-		st.CPU.LoadCores = relayproc.Cores(winA, winB)
-		st.CPU.NetCores = st.CPU.LoadCores - st.CPU.IdleCores
+	return s.check()
+}
+
+// window is what starts with the measured window (after blast's warm-up):
+// the CPU readings of Relay and of orchestrate itself (the harness, whose
+// CPU is CPU Relay could not use), the StatsD reset and perf; and the
+// fault at its offset. close ends it and fills the step's window CPU.
+type window struct {
+	s      *step
+	self   *relayproc.Sampler // orchestrate; nil for the harness (it is s.sampler)
+	timers []*time.Timer
+
+	mu              sync.Mutex
+	relayA, selfA   relayproc.Sample
+	relayOK, selfOK bool
+	perf            *perfRun
+	closed          bool
+}
+
+func (s *step) openWindow() *window {
+	w := &window{s: s}
+	if !s.harness {
+		w.self, _ = relayproc.NewSampler(os.Getpid())
 	}
-	if selfOK && errSelf == nil {
-		st.CPU.HarnessCores = relayproc.Cores(selfA, selfB)
-		if st.CPU.LoadCores > 0 {
-			st.CPU.HarnessShare = 100 * st.CPU.HarnessCores / st.CPU.LoadCores
+	w.timers = append(w.timers, time.AfterFunc(s.cfg.Warmup, w.begin))
+	if f := s.cfg.Fault; f != nil {
+		w.timers = append(w.timers,
+			time.AfterFunc(s.cfg.Warmup+f.Start, func() { s.faults.begin(s.up, f) }),
+			time.AfterFunc(s.cfg.Warmup+f.Start+f.Duration, func() { s.faults.end(s.up) }))
+	}
+	return w
+}
+
+// read takes a reading of Relay and of orchestrate.
+func (w *window) read() (relay, self relayproc.Sample, relayOK, selfOK bool) {
+	relay, err := w.s.sampler.Read()
+	relayOK = err == nil
+	if w.self != nil {
+		self, err = w.self.Read()
+		selfOK = err == nil
+	}
+	return relay, self, relayOK, selfOK
+}
+
+func (w *window) begin() {
+	s := w.s
+	relay, self, relayOK, selfOK := w.read()
+	w.mu.Lock()
+	w.relayA, w.selfA, w.relayOK, w.selfOK = relay, self, relayOK, selfOK
+	w.mu.Unlock()
+	if s.r.statsd != nil {
+		s.r.statsd.Reset()
+	}
+	if s.r.perf == nil {
+		return
+	}
+	file := s.r.perfFile(s.st)
+	p, err := s.r.perf.start(s.sampler.PID(), file)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err != nil:
+		s.st.Perf = &PerfRecord{File: file, Note: err.Error()}
+	case w.closed: // the step ended while perf started
+		s.st.Perf = p.stop(500 * time.Millisecond)
+	default:
+		w.perf = p
+	}
+}
+
+// close stops the timers, perf and the fault, and sets the window's CPU;
+// it may be called more than once.
+func (w *window) close() {
+	for _, t := range w.timers {
+		t.Stop()
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	relayB, selfB, relayOK, selfOK := w.read()
+	w.mu.Lock()
+	p := w.perf
+	w.perf = nil
+	cpu := &w.s.st.CPU
+	if w.relayOK && relayOK {
+		cpu.LoadCores = relayproc.Cores(w.relayA, relayB)
+		cpu.NetCores = cpu.LoadCores - cpu.IdleCores
+	}
+	if w.selfOK && selfOK {
+		cpu.HarnessCores = relayproc.Cores(w.selfA, selfB)
+		if cpu.LoadCores > 0 {
+			cpu.HarnessShare = 100 * cpu.HarnessCores / cpu.LoadCores
 		}
 	}
-	winMu.Unlock()
-	return s.check()
+	w.mu.Unlock()
+	if p != nil {
+		grace := 3 * time.Second
+		if w.s.parent.Err() != nil {
+			grace = 500 * time.Millisecond
+		}
+		w.s.st.Perf = p.stop(grace)
+	}
+	w.s.faults.end(w.s.up)
 }
 
 // fillLoad copies blast's figures into the step.

@@ -9,99 +9,18 @@ import (
 	"time"
 )
 
+// pointKey is one build at one rate.
+type pointKey struct {
+	build string
+	rate  float64
+}
+
 // summarize fills Summary, Comparisons and KeptUpWith from the steps.
 func summarize(rep *Report, cfg Config) {
-	type key struct {
-		build string
-		rate  float64
-	}
-	groups := map[key][]*Step{}
-	var keys []key
-	for _, st := range rep.Steps {
-		if st.Verdict == VerdictInterrupted {
-			continue
-		}
-		k := key{st.Build, st.Rate}
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], st)
-	}
-	buildIndex := map[string]int{}
-	for i, b := range cfg.Builds {
-		buildIndex[b.Name] = i
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].build != keys[j].build {
-			return buildIndex[keys[i].build] < buildIndex[keys[j].build]
-		}
-		return rateOrder(keys[i].rate) < rateOrder(keys[j].rate)
-	})
-	byKey := map[key]*Point{}
+	groups, keys := groupSteps(rep.Steps, cfg.Builds)
+	byKey := map[pointKey]*Point{}
 	for _, k := range keys {
-		p := &Point{Build: k.build, Rate: k.rate}
-		var ok []*Step
-		for _, st := range groups[k] {
-			p.Runs++
-			if st.Failed {
-				p.Failed++
-				p.Reasons = append(p.Reasons, "failed: "+st.Error)
-				continue
-			}
-			ok = append(ok, st)
-			if st.Verdict == VerdictKeptUp {
-				p.KeptUp++
-			} else {
-				for _, r := range st.Reasons {
-					if !slices.Contains(p.Reasons, r) {
-						p.Reasons = append(p.Reasons, r)
-					}
-				}
-			}
-		}
-		med := func(f func(*Step) float64) float64 {
-			v := make([]float64, len(ok))
-			for i, st := range ok {
-				v[i] = f(st)
-			}
-			return Median(v)
-		}
-		spread := func(f func(*Step) float64) float64 {
-			v := make([]float64, len(ok))
-			for i, st := range ok {
-				v[i] = f(st)
-			}
-			return Spread(v)
-		}
-		if len(ok) > 0 {
-			p.AchievedRate = med(func(s *Step) float64 { return s.AchievedRate })
-			p.AcceptedRate = med(func(s *Step) float64 { return s.AcceptedRate })
-			p.ForwardedRate = med(func(s *Step) float64 { return s.Steady.ForwardedRate })
-			p.BacklogEnd = med(func(s *Step) float64 { return float64(s.Steady.BacklogEnd) })
-			p.CatchUp = time.Duration(med(func(s *Step) float64 { return float64(s.Steady.CatchUp) }))
-			p.RSSSlope = med(func(s *Step) float64 { return s.Steady.RSSSlope })
-			p.Latency = Quantiles{
-				P50: med(func(s *Step) float64 { return s.Latency.P50 }),
-				P90: med(func(s *Step) float64 { return s.Latency.P90 }),
-				P99: med(func(s *Step) float64 { return s.Latency.P99 }),
-				Max: med(func(s *Step) float64 { return s.Latency.Max }),
-			}
-			p.NetCores = med(func(s *Step) float64 { return s.CPU.NetCores })
-			p.IdleCores = med(func(s *Step) float64 { return s.CPU.IdleCores })
-			p.MsPerEnv = med(func(s *Step) float64 { return s.CPU.MsPerEnv })
-			p.PeakRSS = med(func(s *Step) float64 { return float64(s.Memory.PeakRSS) })
-			p.Shutdown = med(func(s *Step) float64 { return s.Shutdown.Took.Seconds() })
-			p.Gap = med(func(s *Step) float64 { return float64(s.Upstream.Gap) })
-			p.CoresSpread = spread(func(s *Step) float64 { return s.CPU.NetCores })
-			p.MsPerEnvSpread = spread(func(s *Step) float64 { return s.CPU.MsPerEnv })
-		}
-		p.Verdict = pointVerdict(groups[k])
-		p.KeptUpJudged = p.KeptUp > 0
-		for _, st := range groups[k] {
-			if st.Verdict != VerdictKeptUp && st.Verdict != VerdictHarnessLimited {
-				p.KeptUpJudged = false
-			}
-		}
+		p := newPoint(k, groups[k])
 		rep.Summary = append(rep.Summary, p)
 		byKey[k] = p
 		if p.KeptUpJudged && p.Rate != RateMax && p.Rate > rep.KeptUpWith[k.build] {
@@ -111,24 +30,122 @@ func summarize(rep *Report, cfg Config) {
 	for _, fm := range rep.FindMax {
 		rep.KeptUpWith[fm.Build] = fm.KeptUp
 	}
-	if len(cfg.Builds) > 1 {
-		base := cfg.Builds[0].Name
-		for _, k := range keys {
-			if k.build == base {
-				continue
+	if len(cfg.Builds) < 2 {
+		return
+	}
+	base := cfg.Builds[0].Name
+	for _, k := range keys {
+		if k.build == base {
+			continue
+		}
+		bp, p := byKey[pointKey{base, k.rate}], byKey[k]
+		if bp == nil || p == nil || bp.Verdict == VerdictFailed || p.Verdict == VerdictFailed {
+			continue
+		}
+		rep.Comparisons = append(rep.Comparisons, Comparison{
+			Build: k.build, Baseline: base, Rate: k.rate,
+			BaseCores: bp.NetCores, Cores: p.NetCores, CoresChange: change(bp.NetCores, p.NetCores),
+			BaseMsPerEnv: bp.MsPerEnv, MsPerEnv: p.MsPerEnv, MsPerEnvChange: change(bp.MsPerEnv, p.MsPerEnv),
+			P99Change: change(bp.Latency.P99, p.Latency.P99), PeakRSSChange: change(bp.PeakRSS, p.PeakRSS),
+		})
+	}
+}
+
+// groupSteps groups the judged steps by build and rate, the keys in the
+// builds' order and by rate (RateMax last).
+func groupSteps(steps []*Step, builds []Build) (map[pointKey][]*Step, []pointKey) {
+	groups := map[pointKey][]*Step{}
+	var keys []pointKey
+	for _, st := range steps {
+		if st.Verdict == VerdictInterrupted {
+			continue
+		}
+		k := pointKey{st.Build, st.Rate}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], st)
+	}
+	buildIndex := map[string]int{}
+	for i, b := range builds {
+		buildIndex[b.Name] = i
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].build != keys[j].build {
+			return buildIndex[keys[i].build] < buildIndex[keys[j].build]
+		}
+		return rateOrder(keys[i].rate) < rateOrder(keys[j].rate)
+	})
+	return groups, keys
+}
+
+// newPoint summarises the rounds of one build at one rate: medians and
+// spreads over the steps that did not fail, the reasons of those that did
+// not keep up, and the common verdict.
+func newPoint(k pointKey, steps []*Step) *Point {
+	p := &Point{Build: k.build, Rate: k.rate}
+	var ok []*Step
+	for _, st := range steps {
+		p.Runs++
+		if st.Failed {
+			p.Failed++
+			p.Reasons = append(p.Reasons, "failed: "+st.Error)
+			continue
+		}
+		ok = append(ok, st)
+		if st.Verdict == VerdictKeptUp {
+			p.KeptUp++
+			continue
+		}
+		for _, r := range st.Reasons {
+			if !slices.Contains(p.Reasons, r) {
+				p.Reasons = append(p.Reasons, r)
 			}
-			bp, p := byKey[key{base, k.rate}], byKey[k]
-			if bp == nil || p == nil || bp.Verdict == VerdictFailed || p.Verdict == VerdictFailed {
-				continue
-			}
-			rep.Comparisons = append(rep.Comparisons, Comparison{
-				Build: k.build, Baseline: base, Rate: k.rate,
-				BaseCores: bp.NetCores, Cores: p.NetCores, CoresChange: change(bp.NetCores, p.NetCores),
-				BaseMsPerEnv: bp.MsPerEnv, MsPerEnv: p.MsPerEnv, MsPerEnvChange: change(bp.MsPerEnv, p.MsPerEnv),
-				P99Change: change(bp.Latency.P99, p.Latency.P99), PeakRSSChange: change(bp.PeakRSS, p.PeakRSS),
-			})
 		}
 	}
+	if len(ok) > 0 {
+		p.fill(ok)
+	}
+	p.Verdict = pointVerdict(steps)
+	p.KeptUpJudged = p.KeptUp > 0
+	for _, st := range steps {
+		if st.Verdict != VerdictKeptUp && st.Verdict != VerdictHarnessLimited {
+			p.KeptUpJudged = false
+		}
+	}
+	return p
+}
+
+// fill sets the point's figures to the medians over steps.
+func (p *Point) fill(steps []*Step) {
+	values := func(f func(*Step) float64) []float64 {
+		v := make([]float64, len(steps))
+		for i, st := range steps {
+			v[i] = f(st)
+		}
+		return v
+	}
+	med := func(f func(*Step) float64) float64 { return Median(values(f)) }
+	p.AchievedRate = med(func(s *Step) float64 { return s.AchievedRate })
+	p.AcceptedRate = med(func(s *Step) float64 { return s.AcceptedRate })
+	p.ForwardedRate = med(func(s *Step) float64 { return s.Steady.ForwardedRate })
+	p.BacklogEnd = med(func(s *Step) float64 { return float64(s.Steady.BacklogEnd) })
+	p.CatchUp = time.Duration(med(func(s *Step) float64 { return float64(s.Steady.CatchUp) }))
+	p.RSSSlope = med(func(s *Step) float64 { return s.Steady.RSSSlope })
+	p.Latency = Quantiles{
+		P50: med(func(s *Step) float64 { return s.Latency.P50 }),
+		P90: med(func(s *Step) float64 { return s.Latency.P90 }),
+		P99: med(func(s *Step) float64 { return s.Latency.P99 }),
+		Max: med(func(s *Step) float64 { return s.Latency.Max }),
+	}
+	p.NetCores = med(func(s *Step) float64 { return s.CPU.NetCores })
+	p.IdleCores = med(func(s *Step) float64 { return s.CPU.IdleCores })
+	p.MsPerEnv = med(func(s *Step) float64 { return s.CPU.MsPerEnv })
+	p.PeakRSS = med(func(s *Step) float64 { return float64(s.Memory.PeakRSS) })
+	p.Shutdown = med(func(s *Step) float64 { return s.Shutdown.Took.Seconds() })
+	p.Gap = med(func(s *Step) float64 { return float64(s.Upstream.Gap) })
+	p.CoresSpread = Spread(values(func(s *Step) float64 { return s.CPU.NetCores }))
+	p.MsPerEnvSpread = Spread(values(func(s *Step) float64 { return s.CPU.MsPerEnv }))
 }
 
 // rateOrder sorts RateMax after every rate.
