@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/blast"
-	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
@@ -58,106 +57,56 @@ func flagNames() map[string]string {
 
 func blastCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("blast", flag.ContinueOnError)
-	var (
-		target       = fs.String("target", "", "base URL of the Relay or fake-upstream, e.g. http://127.0.0.1:3000")
-		rateS        = fs.String("rate", "1000", "requests per second over all shards, or max (closed loop with --concurrency)")
-		duration     = fs.Duration("duration", 0, "measured duration (default 10s unless --count)")
-		count        = fs.Int64("count", 0, "measured requests of the shared schedule (all shards); ends the run first if reached")
-		warmup       = fs.Duration("warmup", 0, "discarded warm-up sent before the measured schedule")
-		mixS         = fs.String("mix", pool.DefaultMix, "kind weights, e.g. errors=3,transactions=2,sessions=2,checkins=1,logs=2")
-		seed         = fs.Uint64("seed", 1, "seed of projects and pool")
-		nProjects    = fs.Int("projects", 100, "number of projects derived from --seed (as fake-upstream --projects)")
-		projectsFrom = fs.String("projects-from", "", "fetch projects from a fake-upstream's URL/projects instead")
-		zipfS        = fs.Float64("zipf-s", pool.DefaultZipfS, "Zipf exponent (> 1) for projects and user agents")
-		userAgents   = fs.Int("user-agents", pool.DefaultUserAgents, "distinct user agents")
-		uniqueUA     = fs.Bool("unique-user-agents", false, "give every envelope its own user agent")
-		poolSize     = fs.Int("pool", 20000, "envelopes in the pool (sent cyclically)")
-		encodingS    = fs.String("encoding", "zstd", "Content-Encoding of bodies: identity, gzip, deflate, br, zstd")
-		out          = fs.String("out", "", "write the result as JSON to this file")
-		dump         = fs.String("dump", "", "write the pool to this directory (envelopes + manifest.json) and exit")
-		concurrency  = fs.Int("concurrency", blast.DefaultConcurrency, "closed-loop workers with --rate max")
-		maxInflight  = fs.Int("max-inflight", blast.DefaultMaxInflight, "requests in flight at most; slots beyond are dropped")
-		maxConns     = fs.Int("max-conns", blast.DefaultMaxConns, "connections to the target at most; requests beyond wait for one (counted in latency)")
-		shardS       = fs.String("shard", "0/1", "send shard i of N of the shared schedule (slots k with k mod N = i)")
-		progress     = fs.Bool("progress", false, "print a progress line every second on stderr (default: when stderr is a terminal)")
-		timeout      = fs.Duration("timeout", blast.DefaultTimeout, "per-request timeout")
-		grace        = fs.Duration("grace", 0, "on SIGINT, wait this long for requests in flight (default --timeout)")
-		client       = fs.String("client", blast.ClientFastHTTP, "HTTP client: fasthttp or net/http")
-		sdkClient    = fs.String("sdk-client", blast.DefaultSDKClient, "sentry_client in X-Sentry-Auth")
-		cpuProfile   = fs.String("cpuprofile", "", "write a CPU profile of the sending phase to this file")
-	)
+	var o options
+	o.define(fs)
 	if err := cli.Parse(fs, args, stdout, usage); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
-
 	// Validate everything before building or sending anything.
-	rate, err := blast.ParseRate(*rateS)
-	if err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
-	shard, shards, err := blast.ParseShard(*shardS)
-	if err != nil {
-		return err
-	}
-	mix, err := pool.ParseMix(*mixS)
-	if err != nil {
-		return &cli.UsageError{Err: err}
-	}
-	enc, err := compression.ParseEncoding(*encodingS)
-	if err != nil || *encodingS == "" {
-		return cli.Usagef("encoding %q: want identity, gzip, deflate, br or zstd", *encodingS)
-	}
-	if *dump == "" {
-		if _, err := blast.ParseTarget(*target); err != nil {
-			return err
-		}
-	}
-	switch {
-	case *duration < 0 || *count < 0 || *warmup < 0 || *timeout < 0 || *grace < 0:
-		return cli.Usagef("durations and --count must not be negative")
-	case *poolSize < 1 || *poolSize > pool.MaxSize:
-		return cli.Usagef("--pool %d: want 1..%d", *poolSize, pool.MaxSize)
-	case *zipfS <= 1:
-		return cli.Usagef("--zipf-s %v: want > 1", *zipfS)
-	case *userAgents < 1:
-		return cli.Usagef("--user-agents %d: want >= 1", *userAgents)
-	case *concurrency < 1 || *maxInflight < 1 || *maxConns < 1:
-		return cli.Usagef("--concurrency, --max-inflight and --max-conns must be >= 1")
-	case *client != blast.ClientFastHTTP && *client != blast.ClientNetHTTP:
-		return cli.Usagef("--client %q: want fasthttp or net/http", *client)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	p, err := o.buildPool(ctx, stdout, stderr)
+	if err != nil || p == nil {
+		return err
+	}
+	return o.send(ctx, p, stdout, stderr)
+}
 
+// buildPool builds the pool (and with --dump writes it and returns nil),
+// keeping only what sending needs.
+func (o *options) buildPool(ctx context.Context, stdout, stderr io.Writer) (*pool.Pool, error) {
 	var ps []projects.Project
-	if *projectsFrom != "" {
-		if ps, err = blast.FetchProjects(ctx, *projectsFrom); err != nil {
-			return err
+	var err error
+	if o.projectsFrom != "" {
+		if ps, err = blast.FetchProjects(ctx, o.projectsFrom); err != nil {
+			return nil, err
 		}
-	} else if ps, err = projects.Generate(*seed, *nProjects); err != nil {
-		return &cli.UsageError{Err: err}
+	} else if ps, err = projects.Generate(o.seed, o.projects); err != nil {
+		return nil, &cli.UsageError{Err: err}
 	}
 	t0 := time.Now()
 	p, err := pool.Build(ctx, pool.Options{
-		Seed: *seed, Size: *poolSize, Mix: mix, Projects: ps, ZipfS: *zipfS,
-		UserAgents: *userAgents, UniqueUserAgents: *uniqueUA, Encoding: enc, Now: time.Now(),
+		Seed: o.seed, Size: o.poolSize, Mix: o.mixV, Projects: ps, ZipfS: o.zipfS,
+		UserAgents: o.userAgents, UniqueUserAgents: o.uniqueUA, Encoding: o.encV, Now: time.Now(),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return err // interrupted while building
+			return nil, err // interrupted while building
 		}
-		return &cli.UsageError{Err: err}
+		return nil, &cli.UsageError{Err: err}
 	}
-	if *dump != "" {
-		if err := p.Dump(*dump); err != nil {
-			return err
+	if o.dump != "" {
+		if err := p.Dump(o.dump); err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(stdout, "wrote %d envelopes to %s\n", len(p.Entries), *dump)
-		return nil
+		fmt.Fprintf(stdout, "wrote %d envelopes to %s\n", len(p.Entries), o.dump)
+		return nil, nil
 	}
 	built := time.Since(t0)
 	// Keep only the wire bodies and hand the build's garbage back to the OS,
@@ -170,7 +119,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		bodies += int64(len(e.Body))
 	}
 	fmt.Fprintf(stderr, "pool: %d envelopes (%s, %.1f MiB of bodies) built in %s\n",
-		len(p.Entries), enc, float64(bodies)/(1<<20), built.Round(time.Millisecond))
+		len(p.Entries), o.encV, float64(bodies)/(1<<20), built.Round(time.Millisecond))
 	// The pool's bodies are live for the whole run, so with the default GOGC
 	// the heap may grow by as much garbage as the pool is large before a
 	// collection. A soft limit of the bodies plus the sending budget keeps
@@ -178,17 +127,21 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(bodies + sendingMemoryBudget)
 	}
+	return p, nil
+}
 
+// send runs blast with the pool and writes the result.
+func (o *options) send(ctx context.Context, p *pool.Pool, stdout, stderr io.Writer) error {
 	cfg := blast.Config{
-		Target: *target, Pool: p, Rate: rate, Concurrency: *concurrency, Duration: *duration, Count: *count,
-		Warmup: *warmup, MaxInflight: *maxInflight, MaxConns: *maxConns, Shard: shard, Shards: shards, Timeout: *timeout,
-		Grace: *grace, Client: *client, SDKClient: *sdkClient,
+		Target: o.target, Pool: p, Rate: o.rateV, Concurrency: o.concurrency, Duration: o.duration, Count: o.count,
+		Warmup: o.warmup, MaxInflight: o.maxInflight, MaxConns: o.maxConns, Shard: o.shard, Shards: o.shards, Timeout: o.timeout,
+		Grace: o.grace, Client: o.client, SDKClient: o.sdkClient,
 	}
-	if *progress || isTerminal(os.Stderr) {
+	if o.progress || isTerminal(os.Stderr) {
 		cfg.Progress = stderr
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -198,7 +151,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	res, err := blast.Run(ctx, cfg)
-	if *cpuProfile != "" {
+	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	if err != nil {
@@ -207,10 +160,8 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	if err := res.WriteSummary(stdout); err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := res.WriteFile(*out); err != nil {
-			return err
-		}
+	if o.out != "" {
+		return res.WriteFile(o.out)
 	}
 	return nil
 }

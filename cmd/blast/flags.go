@@ -1,0 +1,97 @@
+package main
+
+import (
+	"flag"
+	"time"
+
+	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/pool"
+)
+
+// options are blast's flags as given, and the values parsed from them.
+type options struct {
+	target, rate, mix, projectsFrom, encoding, out, dump, shardSpec, client, sdkClient, cpuProfile string
+
+	duration, warmup, timeout, grace   time.Duration
+	count                              int64
+	seed                               uint64
+	projects, userAgents, poolSize     int
+	concurrency, maxInflight, maxConns int
+	zipfS                              float64
+	uniqueUA, progress                 bool
+
+	// Parsed by check.
+	rateV         float64
+	shard, shards int
+	mixV          pool.Mix
+	encV          compression.Encoding
+}
+
+// define binds the flags to o.
+func (o *options) define(fs *flag.FlagSet) {
+	fs.StringVar(&o.target, "target", "", "base URL of the Relay or fake-upstream, e.g. http://127.0.0.1:3000")
+	fs.StringVar(&o.rate, "rate", "1000", "requests per second over all shards, or max (closed loop with --concurrency)")
+	fs.DurationVar(&o.duration, "duration", 0, "measured duration (0: 10s, or until --count)")
+	fs.Int64Var(&o.count, "count", 0, "measured requests of the shared schedule (all shards); ends the run first if reached (0: no limit)")
+	fs.DurationVar(&o.warmup, "warmup", 0, "discarded warm-up sent before the measured schedule (0: none)")
+	fs.StringVar(&o.mix, "mix", pool.DefaultMix, "kind weights, e.g. errors=3,transactions=2,sessions=2,checkins=1,logs=2")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of projects and pool")
+	fs.IntVar(&o.projects, "projects", 100, "number of projects derived from --seed (as fake-upstream --projects)")
+	fs.StringVar(&o.projectsFrom, "projects-from", "", "fetch projects from a fake-upstream's URL/projects instead")
+	fs.Float64Var(&o.zipfS, "zipf-s", pool.DefaultZipfS, "Zipf exponent (> 1) for projects and user agents")
+	fs.IntVar(&o.userAgents, "user-agents", pool.DefaultUserAgents, "distinct user agents")
+	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "give every envelope its own user agent")
+	fs.IntVar(&o.poolSize, "pool", 20000, "envelopes in the pool (sent cyclically)")
+	fs.StringVar(&o.encoding, "encoding", "zstd", "Content-Encoding of bodies: identity, gzip, deflate, br, zstd")
+	fs.StringVar(&o.out, "out", "", "write the result as JSON to this file")
+	fs.StringVar(&o.dump, "dump", "", "write the pool to this directory (envelopes + manifest.json) and exit")
+	fs.IntVar(&o.concurrency, "concurrency", blast.DefaultConcurrency, "closed-loop workers with --rate max")
+	fs.IntVar(&o.maxInflight, "max-inflight", blast.DefaultMaxInflight, "requests in flight at most; slots beyond are dropped")
+	fs.IntVar(&o.maxConns, "max-conns", blast.DefaultMaxConns, "connections to the target at most; requests beyond wait for one (counted in latency)")
+	fs.StringVar(&o.shardSpec, "shard", "0/1", "send shard i of N of the shared schedule (slots k with k mod N = i)")
+	fs.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr (default: when stderr is a terminal)")
+	fs.DurationVar(&o.timeout, "timeout", blast.DefaultTimeout, "per-request timeout")
+	fs.DurationVar(&o.grace, "grace", 0, "on SIGINT, wait this long for requests in flight (0: --timeout)")
+	fs.StringVar(&o.client, "client", blast.ClientFastHTTP, "HTTP client: fasthttp or net/http")
+	fs.StringVar(&o.sdkClient, "sdk-client", blast.DefaultSDKClient, "sentry_client in X-Sentry-Auth")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the sending phase to this file")
+}
+
+// check parses and validates the flags.
+func (o *options) check() error {
+	var err error
+	if o.rateV, err = blast.ParseRate(o.rate); err != nil {
+		return err
+	}
+	if o.shard, o.shards, err = blast.ParseShard(o.shardSpec); err != nil {
+		return err
+	}
+	if o.mixV, err = pool.ParseMix(o.mix); err != nil {
+		return cli.Usagef("--mix: %w", err)
+	}
+	if o.encV, err = compression.ParseEncoding(o.encoding); err != nil || o.encoding == "" {
+		return cli.Usagef("--encoding %q: want identity, gzip, deflate, br or zstd", o.encoding)
+	}
+	if o.dump == "" {
+		if _, err := blast.ParseTarget(o.target); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.duration < 0 || o.count < 0 || o.warmup < 0 || o.timeout < 0 || o.grace < 0:
+		return cli.Usagef("durations and --count must not be negative")
+	case o.poolSize < 1 || o.poolSize > pool.MaxSize:
+		return cli.Usagef("--pool %d: want 1..%d", o.poolSize, pool.MaxSize)
+	case o.zipfS <= 1:
+		return cli.Usagef("--zipf-s %v: want > 1", o.zipfS)
+	case o.userAgents < 1:
+		return cli.Usagef("--user-agents %d: want >= 1", o.userAgents)
+	case o.concurrency < 1 || o.maxInflight < 1 || o.maxConns < 1:
+		return cli.Usagef("--concurrency, --max-inflight and --max-conns must be >= 1")
+	case o.client != blast.ClientFastHTTP && o.client != blast.ClientNetHTTP:
+		return cli.Usagef("--client %q: want fasthttp or net/http", o.client)
+	}
+	return nil
+}
