@@ -254,24 +254,44 @@ func markdown(w io.Writer, rep *orchestrate.Report, dir string, charts []string)
 	return nil
 }
 
-func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []string) {
-	h := func(s string) {
-		if md {
-			fmt.Fprintf(w, "\n## %s\n\n", s)
-		} else {
-			fmt.Fprintf(w, "\n%s\n\n", s)
-		}
+// page is one rendering of a report: text for stdout or report.md.
+type page struct {
+	w             io.Writer
+	rep           *orchestrate.Report
+	md            bool
+	dir           string   // report.md's directory (for chart links)
+	charts        []string // chart files to link
+	multi, rounds bool     // several builds; several rounds
+	proc          string   // "Relay" or "harness"
+}
+
+// h writes a section heading.
+func (pg *page) h(s string) {
+	if pg.md {
+		fmt.Fprintf(pg.w, "\n## %s\n\n", s)
+	} else {
+		fmt.Fprintf(pg.w, "\n%s\n\n", s)
 	}
+}
+
+func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []string) {
+	pg := &page{w: w, rep: rep, md: md, dir: dir, charts: charts,
+		multi: len(rep.Setup.Builds) > 1, rounds: rep.Setup.Rounds > 1, proc: who(rep)}
 	if rep.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: partial report, the sweep did not finish.")
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, Headline(rep))
-	multi := len(rep.Setup.Builds) > 1
-	rounds := rep.Setup.Rounds > 1
-	proc := who(rep)
+	for _, section := range []func(){pg.perRate, pg.findMax, pg.comparisons, pg.steps, pg.outcomes, pg.statsd,
+		pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
+		section()
+	}
+}
 
-	h("Per rate" + map[bool]string{true: fmt.Sprintf(" (median of %d rounds)", rep.Setup.Rounds), false: ""}[rounds])
+// perRate writes the per-rate table (medians over rounds) and what its columns mean.
+func (pg *page) perRate() {
+	w, rep, multi, rounds, proc := pg.w, pg.rep, pg.multi, pg.rounds, pg.proc
+	pg.h("Per rate" + map[bool]string{true: fmt.Sprintf(" (median of %d rounds)", rep.Setup.Rounds), false: ""}[rounds])
 	cols := []string{}
 	if multi {
 		cols = append(cols, "build")
@@ -321,9 +341,13 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		fmt.Fprint(w, " ±: half the spread (max−min) between rounds, in % of the median.")
 	}
 	fmt.Fprintln(w)
+}
 
+// findMax writes the bisection, when there was one.
+func (pg *page) findMax() {
+	w, rep := pg.w, pg.rep
 	if len(rep.FindMax) > 0 {
-		h("Highest rate kept up with (bisection)")
+		pg.h("Highest rate kept up with (bisection)")
 		t := NewTable("build", ">kept up at", ">fell behind at", "probes", "stopped early")
 		for _, fm := range rep.FindMax {
 			var probes []string
@@ -341,9 +365,13 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 		t.Write(w)
 	}
+}
 
+// comparisons writes the other builds against the baseline.
+func (pg *page) comparisons() {
+	w, rep := pg.w, pg.rep
 	if len(rep.Comparisons) > 0 {
-		h("Builds compared with " + rep.Comparisons[0].Baseline)
+		pg.h("Builds compared with " + rep.Comparisons[0].Baseline)
 		t := NewTable(">target/s", "build", ">"+rep.Comparisons[0].Baseline+" cores", ">cores", ">change",
 			">CPU per envelope", ">change", ">p99 change", ">peak RSS change")
 		for _, c := range rep.Comparisons {
@@ -352,9 +380,13 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 		t.Write(w)
 	}
+}
 
-	h("Steps")
-	cols = []string{">#"}
+// steps writes one row per step.
+func (pg *page) steps() {
+	w, rep, multi, rounds := pg.w, pg.rep, pg.multi, pg.rounds
+	pg.h("Steps")
+	cols := []string{">#"}
 	if multi {
 		cols = append(cols, "build")
 	}
@@ -362,7 +394,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		cols = append(cols, ">round")
 	}
 	cols = append(cols, ">target/s", ">forwarded", ">gap", ">catch-up", "items by type", ">idle cores", ">harness cores", ">ready", ">shutdown", ">step took", ">load 1m", "verdict")
-	t = NewTable(cols...)
+	t := NewTable(cols...)
 	for _, st := range rep.Steps {
 		row := []string{fmt.Sprint(st.Index)}
 		if multi {
@@ -412,9 +444,13 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		"catch-up: from blast's end until the last data envelope arrived; "+
 		"harness cores: orchestrate's own CPU (blast, the fake upstream) over the measured window, and its share of Relay's; "+
 		"step took: the whole step, and the share of it outside the measured window (Relay's start, warm-up, idle, drain, shutdown).\n", what)
+}
 
+// outcomes writes the outcomes Relay reported.
+func (pg *page) outcomes() {
+	w, rep, proc := pg.w, pg.rep, pg.proc
 	if hasOutcomes(rep) {
-		h("Outcomes " + proc + " reported")
+		pg.h("Outcomes " + proc + " reported")
 		t := NewTable(">#", ">target/s", "outcome", "category", "reason", ">quantity")
 		for _, st := range rep.Steps {
 			for _, o := range st.Upstream.Outcomes {
@@ -424,9 +460,13 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		t.Write(w)
 		fmt.Fprintln(w, "\nOutcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped, by data category and reason; with --quota they show the quota at work.")
 	}
+}
 
+// statsd writes Relay's own metrics from the StatsD receiver.
+func (pg *page) statsd() {
+	w, rep := pg.w, pg.rep
 	if hasStatsD(rep) {
-		h("Relay's own metrics (StatsD, measured window and drain)")
+		pg.h("Relay's own metrics (StatsD, measured window and drain)")
 		t := NewTable(">#", ">target/s", "metric", ">p50", ">p99", ">max", ">count")
 		for _, st := range rep.Steps {
 			for _, name := range sortedNames(st.StatsD) {
@@ -439,14 +479,22 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 		t.Write(w)
 	}
+}
 
+// faults writes what happened around each injected fault.
+func (pg *page) faults() {
+	w, rep := pg.w, pg.rep
 	for _, st := range rep.Steps {
 		if st.Fault != nil {
-			h(fmt.Sprintf("Fault in step %d (%s)", st.Index, rateLabel(st)))
+			pg.h(fmt.Sprintf("Fault in step %d (%s)", st.Index, rateLabel(st)))
 			fmt.Fprintln(w, st.Fault.Summary+".")
 		}
 	}
+}
 
+// failed writes the failed steps with the tail of Relay's log.
+func (pg *page) failed() {
+	w, rep, md := pg.w, pg.rep, pg.md
 	var failed []*orchestrate.Step
 	for _, st := range rep.Steps {
 		if st.Failed {
@@ -454,7 +502,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 	}
 	if len(failed) > 0 {
-		h("Failed steps")
+		pg.h("Failed steps")
 		for _, st := range failed {
 			fmt.Fprintf(w, "Step %d (%s, %s): %s\n", st.Index, st.Build, rateLabel(st), st.Error)
 			if st.LogTail != "" {
@@ -466,7 +514,11 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 			}
 		}
 	}
+}
 
+// perf writes the perf recordings and where the time went.
+func (pg *page) perf() {
+	w, rep, md, dir := pg.w, pg.rep, pg.md, pg.dir
 	var perfs []*orchestrate.PerfRecord
 	var plain *orchestrate.PerfRecord // the first recording without a profile
 	for _, st := range rep.Steps {
@@ -478,7 +530,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 	}
 	if len(perfs) > 0 {
-		h("perf recordings")
+		pg.h("perf recordings")
 		for _, p := range perfs {
 			line := fmt.Sprintf("%s: event %s, call graph %s, %s", p.File, p.Event, p.CallGraph, p.Exit)
 			if p.Note != "" {
@@ -491,10 +543,14 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 	}
 	if hasProfile(rep) {
-		h("Where the time goes")
+		pg.h("Where the time goes")
 		profiles(w, rep, md, dir)
 	}
+}
 
+// notes writes the run's and the steps' notes.
+func (pg *page) notes() {
+	w, rep := pg.w, pg.rep
 	var notes []string
 	notes = append(notes, rep.Notes...)
 	for _, st := range rep.Steps {
@@ -503,18 +559,26 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		}
 	}
 	if len(notes) > 0 {
-		h("Notes")
+		pg.h("Notes")
 		for _, n := range notes {
 			fmt.Fprintln(w, "- "+n)
 		}
 	}
+}
 
+// chartSection writes links to the charts (report.md only).
+func (pg *page) chartSection() {
+	w, rep, md, charts := pg.w, pg.rep, pg.md, pg.charts
 	if md && len(charts) > 0 {
-		h("Charts")
+		pg.h("Charts")
 		chartLinks(w, rep, charts)
 	}
+}
 
-	h("Setup")
+// setup writes what shaped the numbers: builds, traffic, steps, host.
+func (pg *page) setup() {
+	w, rep := pg.w, pg.rep
+	pg.h("Setup")
 	s := rep.Setup
 	var builds []string
 	for _, b := range s.Builds {
