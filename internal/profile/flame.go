@@ -75,36 +75,9 @@ const rootKey = math.MinInt32
 // shade from a hash of the name. The output is self-contained SVG 1.1 with
 // a generic sans-serif font.
 func (p *Profile) WriteFlameSVG(w io.Writer, opt FlameOptions) error {
-	if opt.Title == "" {
-		opt.Title = "Flame graph"
-	}
+	opt, groups, highlight := opt.withDefaults()
 	if opt.Subtitle == "" {
 		opt.Subtitle = p.Summary()
-	}
-	if opt.Width <= 0 {
-		opt.Width = 1200
-	}
-	if opt.Width < 200 {
-		opt.Width = 200
-	}
-	if opt.MinPercent <= 0 {
-		opt.MinPercent = 0.1
-	}
-	if opt.MaxRects <= 0 {
-		opt.MaxRects = 8000
-	}
-	groups := opt.Groups
-	if groups == nil {
-		groups = DefaultGroups()
-	}
-	if opt.Highlight == "" {
-		opt.Highlight = GroupUserAgent
-	}
-	highlight := -1
-	for i, g := range groups {
-		if g.Name == opt.Highlight {
-			highlight = i
-		}
 	}
 	own := make([]int8, len(p.frames))
 	for id, f := range p.frames {
@@ -117,8 +90,6 @@ func (p *Profile) WriteFlameSVG(w io.Writer, opt FlameOptions) error {
 		}
 	}
 	rects := p.layout(own, highlight, opt.MinPercent, opt.MaxRects)
-	shares := p.Groups(groups)
-
 	maxDepth := 0
 	for _, r := range rects {
 		maxDepth = max(maxDepth, r.depth)
@@ -141,47 +112,84 @@ func (p *Profile) WriteFlameSVG(w io.Writer, opt FlameOptions) error {
 	bw.WriteString("</text>\n<text class=\"s\" x=\"" + itoa(padX) + "\" y=\"44\">")
 	escape(bw, opt.Subtitle, 400)
 	bw.WriteString("</text>\n<g>\n")
-
 	for _, r := range rects {
-		name := p.rectName(r)
-		x := padX + float64(r.x)*scale
-		wd := float64(r.w) * scale
-		var y int
+		y := headH + (maxDepth-r.depth)*frameH
 		if opt.Icicle {
 			y = headH + r.depth*frameH
-		} else {
-			y = headH + (maxDepth-r.depth)*frameH
 		}
-		col := "rgb(220,220,220)"
-		if r.key != rootKey {
-			col = color(name, r.group, groups)
-		}
-		bw.WriteString("<g><title>")
-		escape(bw, name, maxTooltip)
-		bw.WriteString(" (" + samplesString(r.samples) + ", " + pctString(r.w, p.Weight) + ")")
-		if r.group >= 0 {
-			bw.WriteString(" [")
-			escape(bw, groups[r.group].Name, 100)
-			bw.WriteString("]")
-		}
-		bw.WriteString(`</title><rect class="f" x="` + ftoa(x) + `" y="` + itoa(y) + `" width="` + ftoa(wd) +
-			`" height="` + itoa(frameH-1) + `" fill="` + col + `"/>`)
-		if label := fit(name, wd); label != "" {
-			bw.WriteString(`<text x="` + ftoa(x+3) + `" y="` + itoa(y+frameH-4) + `">`)
-			escape(bw, label, len(label))
-			bw.WriteString("</text>")
-		}
-		bw.WriteString("</g>\n")
+		p.writeRect(bw, r, padX+float64(r.x)*scale, float64(r.w)*scale, y, groups)
 	}
 	bw.WriteString("</g>\n")
+	writeLegend(bw, p.Groups(groups), groups, headH+levels*frameH+16, opt.Width)
+	bw.WriteString("</svg>\n")
+	return bw.Flush()
+}
 
-	// Legend: one swatch per group with its inclusive share.
-	y := headH + levels*frameH + 16
+// withDefaults fills the options' defaults and returns the groups that
+// color the frames and the index of the highlighted one (-1: none).
+func (opt FlameOptions) withDefaults() (FlameOptions, []Group, int) {
+	if opt.Title == "" {
+		opt.Title = "Flame graph"
+	}
+	if opt.Width <= 0 {
+		opt.Width = 1200
+	}
+	opt.Width = max(opt.Width, 200)
+	if opt.MinPercent <= 0 {
+		opt.MinPercent = 0.1
+	}
+	if opt.MaxRects <= 0 {
+		opt.MaxRects = 8000
+	}
+	groups := opt.Groups
+	if groups == nil {
+		groups = DefaultGroups()
+	}
+	if opt.Highlight == "" {
+		opt.Highlight = GroupUserAgent
+	}
+	highlight := -1
+	for i, g := range groups {
+		if g.Name == opt.Highlight {
+			highlight = i
+		}
+	}
+	return opt, groups, highlight
+}
+
+// writeRect draws one frame: its box, a tooltip and the label that fits.
+func (p *Profile) writeRect(bw *bufio.Writer, r rect, x, wd float64, y int, groups []Group) {
+	name := p.rectName(r)
+	col := "rgb(220,220,220)"
+	if r.key != rootKey {
+		col = color(name, r.group, groups)
+	}
+	bw.WriteString("<g><title>")
+	escape(bw, name, maxTooltip)
+	bw.WriteString(" (" + samplesString(r.samples) + ", " + pctString(r.w, p.Weight) + ")")
+	if r.group >= 0 {
+		bw.WriteString(" [")
+		escape(bw, groups[r.group].Name, 100)
+		bw.WriteString("]")
+	}
+	bw.WriteString(`</title><rect class="f" x="` + ftoa(x) + `" y="` + itoa(y) + `" width="` + ftoa(wd) +
+		`" height="` + itoa(frameH-1) + `" fill="` + col + `"/>`)
+	if label := fit(name, wd); label != "" {
+		bw.WriteString(`<text x="` + ftoa(x+3) + `" y="` + itoa(y+frameH-4) + `">`)
+		escape(bw, label, len(label))
+		bw.WriteString("</text>")
+	}
+	bw.WriteString("</g>\n")
+}
+
+// writeLegend draws one swatch per group with its inclusive share,
+// wrapping at the image's width.
+func writeLegend(bw *bufio.Writer, shares []GroupShare, groups []Group, y, width int) {
 	x := float64(padX)
 	for gi, g := range groups {
 		label := fmt.Sprintf("%s %.1f%%", g.Name, shares[gi].Inclusive)
 		wd := 18 + float64(utf8.RuneCountInString(label))*charW + 14
-		if x+wd > float64(opt.Width-padX) {
+		if x+wd > float64(width-padX) {
 			x = padX
 			y += 18
 		}
@@ -193,8 +201,6 @@ func (p *Profile) WriteFlameSVG(w io.Writer, opt FlameOptions) error {
 		bw.WriteString("</title></text>\n")
 		x += wd
 	}
-	bw.WriteString("</svg>\n")
-	return bw.Flush()
 }
 
 // rectName is the name shown for a rect.

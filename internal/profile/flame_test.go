@@ -104,6 +104,10 @@ func boxNamed(boxes []svgBox, prefix string) *svgBox {
 func TestFlameSVG(t *testing.T) {
 	p := parseFile(t, "hand-cycles.perf.txt")
 	out := svg(t, p, FlameOptions{Title: "hand <cycles> & co"})
+	// The title is escaped; the subtitle defaults to the profile's summary.
+	if !strings.Contains(string(out), "hand &lt;cycles&gt; &amp; co") || !strings.Contains(string(out), p.Summary()) {
+		t.Errorf("title or subtitle missing:\n%.600s", out)
+	}
 	boxes := parseSVG(t, out)
 	wantTitles := []string{
 		"all (7 samples, 100.00%)",
