@@ -2,6 +2,8 @@ package orchestrate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -261,8 +263,8 @@ func (w *faultWatch) report(f *Fault, ups []upPoint, res *blast.Result, windowSt
 		fs.ClientP99 = sk.QuantileMillis(0.99)
 	}
 	answers := ""
-	for _, route := range sortedKeys(fs.Answers) {
-		for _, code := range sortedKeys(fs.Answers[route]) {
+	for _, route := range slices.Sorted(maps.Keys(fs.Answers)) {
+		for _, code := range slices.Sorted(maps.Keys(fs.Answers[route])) {
 			answers = join(answers, fmt.Sprintf("%s %s×%d", route, code, fs.Answers[route][code]))
 		}
 	}

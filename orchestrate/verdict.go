@@ -2,7 +2,8 @@ package orchestrate
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -169,24 +170,15 @@ func num0(v float64) string {
 // leaves out the 429s the configured quotas asked for.
 func failureDetail(st *Step, quota429 bool) string {
 	var parts []string
-	for _, code := range sortedKeys(st.ByStatus) {
+	for _, code := range slices.Sorted(maps.Keys(st.ByStatus)) {
 		if code[0] != '2' && !(quota429 && code == "429") {
 			parts = append(parts, fmt.Sprintf("%s×%d", code, st.ByStatus[code]))
 		}
 	}
-	for _, class := range sortedKeys(st.Errors) {
+	for _, class := range slices.Sorted(maps.Keys(st.Errors)) {
 		if n := st.Errors[class]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s×%d", class, n))
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -469,11 +470,11 @@ func (pg *page) statsd() {
 		pg.h("Relay's own metrics (StatsD, measured window and drain)")
 		t := NewTable(">#", ">target/s", "metric", ">p50", ">p99", ">max", ">count")
 		for _, st := range rep.Steps {
-			for _, name := range sortedNames(st.StatsD) {
+			for _, name := range slices.Sorted(maps.Keys(st.StatsD)) {
 				q := st.StatsD[name]
 				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), name, ms(q.P50), ms(q.P99), ms(q.Max), "")
 			}
-			for _, name := range sortedNames(st.StatsDCounters) {
+			for _, name := range slices.Sorted(maps.Keys(st.StatsDCounters)) {
 				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), name, "", "", "", Num(st.StatsDCounters[name]))
 			}
 		}
@@ -628,15 +629,6 @@ func hasStatsD(rep *orchestrate.Report) bool {
 		}
 	}
 	return false
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // loadRange is the range of 1-minute load averages seen around the steps.
