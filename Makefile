@@ -12,8 +12,11 @@ help:
 	@echo "make interop  checks against Sentry's own code (pinned sentry-relay, sentry-sdk in a venv)"
 	@echo "make lint     gofmt and go vet"
 	@echo "make fuzz     a short smoke run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
-	@echo "make bench    Go benchmarks and side-by-side load benchmarks"
+	@echo "make bench    Go benchmarks and side-by-side load benchmarks; installs vegeta v12.13.0 with go install"
+	@echo "              into a temp dir (needs the Go module proxy; VEGETA=path uses yours; if it fails, blast runs alone)"
 	@echo "make build    binaries in $(BIN)/"
+	@echo "make clean    remove $(BIN)/"
+	@echo "make help     this list"
 	@echo "make relay-report RELAY_BIN=PATH  cost per kind, capacity, max rate, perf of errors: one report in out/relay-report/"
 	@echo "make e2e RELAY_BIN=PATH           the tests against a real Relay (skipped without RELAY_BIN)"
 
