@@ -109,7 +109,7 @@ func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpEr
 	return known, nil
 }
 
-// handleChallenge is registration step 1 (relay-protocol.md §3.1).
+// handleChallenge is registration step 1 (docs/protocol.md, Registration).
 func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *counters) {
 	c.challenges.Add(1)
 	var cr challengeRequest
@@ -147,7 +147,7 @@ func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *co
 	writeJSON(w, http.StatusOK, map[string]string{"relay_id": cr.RelayID, "token": token})
 }
 
-// handleResponse is registration step 2 (relay-protocol.md §3.2).
+// handleResponse is registration step 2 (docs/protocol.md, Registration).
 func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *counters) {
 	c.responses.Add(1)
 	var rr responseRequest
@@ -216,7 +216,8 @@ type publicKeyInfo struct {
 	Internal  bool   `json:"internal"`
 }
 
-// handlePublicKeys answers a downstream relay's key lookup (relay-protocol.md §5).
+// handlePublicKeys answers a downstream relay's key lookup (docs/protocol.md,
+// Public keys).
 func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *counters) {
 	body, release, _, ok := s.signedQuery(w, req, c)
 	if !ok {

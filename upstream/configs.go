@@ -11,7 +11,8 @@ import (
 
 // DefaultFeatures returns the project features a load test needs: logs are
 // dropped silently by a managed Relay without ourlogs-ingestion
-// (envelopes.md §1.6), standalone spans without standalone-span-ingestion.
+// (docs/protocol.md, Project configs). standalone-span-ingestion has graduated
+// in Relay 26.4.0, which adds it itself; it is sent for older Relays.
 func DefaultFeatures() []string {
 	return []string{
 		"organizations:ourlogs-ingestion",
@@ -19,7 +20,7 @@ func DefaultFeatures() []string {
 	}
 }
 
-// DataScrubbing is config.datascrubbingSettings (envelopes.md §3.1): Sentry's
+// DataScrubbing is config.datascrubbingSettings (docs/canaries.md): Sentry's
 // project defaults, so Relay applies its default scrubbing rules.
 type DataScrubbing struct {
 	ScrubData        bool     `json:"scrubData"`
@@ -46,7 +47,8 @@ type PublicKeyConfig struct {
 	NumericID int64  `json:"numericId"`
 }
 
-// ProjectState is what the fake answers for one key (relay-protocol.md §4.4).
+// ProjectState is what the fake answers for one key (docs/protocol.md,
+// Project configs).
 type ProjectState struct {
 	Disabled       bool              `json:"disabled"`
 	ProjectID      int64             `json:"projectId"`
@@ -105,7 +107,7 @@ func (s *Server) ProjectState(i int) ProjectState {
 }
 
 // GlobalConfig is what the fake answers for "global": true, modelled on
-// Relay's mini_sentry (relay-protocol.md §4.5).
+// Relay's mini_sentry (docs/protocol.md, The global config).
 func GlobalConfig() map[string]any {
 	type m = map[string]any
 	ms := func(name, unit string) m { return m{"name": name, "unit": unit} }
@@ -164,7 +166,7 @@ type configsResponse struct {
 }
 
 // handleProjectConfigs serves project and global config requests
-// (relay-protocol.md §4).
+// (docs/protocol.md, Project configs and The global config).
 func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) {
 	body, release, _, ok := s.signedQuery(w, req, c)
 	if !ok {

@@ -46,10 +46,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // into /stats, /projects or /control). The whole set is replaced at once by
 // SetFaults / POST /control; GET /control returns it.
 //
-// What Relay does with each answer (relay-protocol.md §7.3): 429 = data
-// received, limits cached; other 4xx, 500 = received and dropped; 502/503/504,
-// a reset connection or a timeout = network error, retried, outage mode after
-// 10 s; 403 {"relay":"stop"} = permanent auth denial.
+// What Relay does with each answer (docs/faults.md): 429 = data received,
+// limits cached; other 4xx, 500 = received and dropped; 502/503/504, a reset
+// connection or a timeout = network error, retried, outage mode after 10 s;
+// 403 {"relay":"stop"} = permanent denial at registration, an ordinary 403
+// (data dropped) on other requests.
 type Faults struct {
 	// Latency per route name ("envelope", "projectconfigs", … or "*" for
 	// every Relay-facing route; a route's own entry wins).

@@ -15,7 +15,7 @@ import (
 )
 
 // The tests below assert the exact answers Relay reacts to
-// (relay-protocol.md §7.3).
+// (docs/faults.md).
 
 func (f *fixture) setFaults(t *testing.T, js string) {
 	t.Helper()

@@ -9,10 +9,10 @@ import (
 	"unicode/utf8"
 )
 
-// outcomeNames maps outcome ids to names (relay-protocol.md §6.2).
+// outcomeNames maps outcome ids to names (docs/protocol.md, Outcomes).
 var outcomeNames = [...]string{"accepted", "filtered", "rate_limited", "invalid", "abuse", "client_discard", "cardinality_limited"}
 
-// categoryNames maps data-category ids to names (relay-protocol.md §6.3).
+// categoryNames maps data-category ids to names (docs/protocol.md, Outcomes).
 var categoryNames = [...]string{
 	"default", "error", "transaction", "security", "attachment", "session", "profile", "replay",
 	"transaction_processed", "transaction_indexed", "monitor", "profile_indexed", "span",
@@ -116,7 +116,7 @@ type clientReport struct {
 	FilteredSampling []clientReportEntry `json:"filtered_sampling_events"`
 }
 
-// clientReportOutcomes reads a client_report item (relay-protocol.md §6.5).
+// clientReportOutcomes reads a client_report item (docs/protocol.md, Outcomes).
 func (s *Server) clientReportOutcomes(c *counters, payload []byte) {
 	var r clientReport
 	if err := json.Unmarshal(payload, &r); err != nil {

@@ -159,7 +159,8 @@ func TestRegistrationResponseRejects(t *testing.T) {
 }
 
 func TestRegistrationVectorsWithoutAgeCheck(t *testing.T) {
-	// relay-protocol.md §2.4: Relay's own request signature must verify.
+	// relay-auth's registration vectors (testdata of package relayauth;
+	// docs/protocol.md, Signatures): Relay's own request signature must verify.
 	f := newFixture(t, func(c *Config) { c.RegistrationMaxAge = -1 })
 	const (
 		id   = "29308cac-9783-40e9-98ac-b5503dffe3a4"

@@ -1,6 +1,6 @@
 // Package upstream is a fake Sentry that a Relay in managed mode registers
 // with, pulls project and global configs from, and forwards envelopes,
-// metrics and outcomes to (relay-protocol.md §3–§10). It counts everything it
+// metrics and outcomes to (docs/protocol.md). It counts everything it
 // receives and serves the counts at GET /stats.
 //
 // Routes (Handler):
@@ -24,7 +24,7 @@
 // # Envelope signatures
 //
 // Relay signs every forwarded envelope over empty data: the signature only
-// proves key possession and time (relay-protocol.md §2.1). An Ed25519
+// proves key possession and time (docs/protocol.md, Signatures). An Ed25519
 // verification costs about 36 µs on the reference machine, more than half of
 // the sink's per-envelope CPU budget, so the sink
 //
