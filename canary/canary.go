@@ -2,7 +2,7 @@
 // that fake-upstream looks for in what Relay forwards.
 //
 // A canary is a value that Relay's default data scrubbing (project config
-// datascrubbingSettings with scrubData and scrubDefaults on, envelopes.md §3)
+// datascrubbingSettings with scrubData and scrubDefaults on, docs/canaries.md)
 // must remove or mask. Every canary starts with a marker
 // "rlcnry-<code>-<letters>": the code names the kind and the letters encode the
 // envelope index, so one bytes.Index pass over a forwarded payload finds every

@@ -8,7 +8,7 @@ import (
 )
 
 // benchBody is the ~10 KB Sentry-error-event-like JSON the benchmarks use
-// (compresses 4.3–4.6×, like the 10 386-byte event of loadgen-notes §3.4).
+// (compresses 4.3–4.6×, about as well as a realistic 10 KB event).
 var benchBody = eventJSON(1, 10<<10)
 
 type benchCase struct {

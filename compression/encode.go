@@ -15,7 +15,7 @@ import (
 // Compression levels. Each matches what produces the traffic being modelled:
 //
 //   - zstd: SpeedFastest, klauspost's equivalent of zstd level 1, the level
-//     Relay uses for forwarded envelopes (relay-protocol §7.1).
+//     Relay uses for forwarded envelopes (docs/protocol.md, Forwarded envelopes).
 //   - gzip and zlib: the libraries' default level (flate level 5 in
 //     klauspost/compress), close to what SDKs produce with zlib's default.
 //   - brotli: level 4, what sentry-python uses for br. It is encoded with

@@ -15,10 +15,11 @@
 //
 // Timestamps are the exception: they are relative to Options.Now, and
 // sent_at = Now. blast rebuilds the pool for every run with Now =
-// time.Now(), because Relay checks time windows (envelopes.md §2.6): it
-// drops sessions older than 5 days or more than 60 s in the future, moves
-// events older than 30 days, and drops transactions outside its metrics
-// window. Relay also corrects clock drift from sent_at once it differs from
+// time.Now(), because Relay checks time windows (docs/protocol.md, What
+// Relay checks in what blast sends): it drops sessions older than 5 days or
+// more than 60 s in the future, moves events older than the project's
+// retention (90 days by default) to the receive time, and drops transactions
+// outside its metrics window. Relay also corrects clock drift from sent_at once it differs from
 // the receive time by ≥ 55 minutes, shifting all timestamps by the
 // difference, so a pool stays valid even if a run lasts hours. A
 // byte-identical pool therefore needs a fixed Now (the tests use one).

@@ -972,7 +972,8 @@ func TestLogTimes(t *testing.T) {
 }
 
 // TestAgentWhereRelayReadsIt: each entry's agent is where Relay reads a
-// User-Agent for its kind (envelopes.md §4.1): request.headers of errors
+// User-Agent for its kind (docs/protocol.md, What Relay checks in what blast
+// sends): request.headers of errors
 // and transactions, attrs.user_agent of every session item,
 // user_agent.original of browser logs; and nowhere a different agent.
 func TestAgentWhereRelayReadsIt(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package useragent generates realistic, deterministic User-Agent strings.
 //
-// Families and their weights follow real browser traffic (envelopes.md §4.4):
+// Families and their weights (per mille, in families) follow real browser traffic:
 // Chrome desktop and Android, Mobile Safari, Safari on macOS, Chrome and
 // Firefox on iOS, Edge, Firefox, Samsung Internet, Opera, crawlers, legacy
 // browsers (old IE, EdgeHTML, old Chrome/Firefox/Safari, which Relay's
