@@ -141,7 +141,7 @@ func (r *Relay) runAuth(ctx context.Context) {
 	}
 }
 
-// register does challenge then response (relay-protocol.md §3.1–3.2).
+// register does challenge then response (docs/protocol.md, Registration).
 func (r *Relay) register(ctx context.Context) error {
 	start := time.Now()
 	challenge, _ := json.Marshal(struct {

@@ -18,7 +18,7 @@ import (
 )
 
 // Config is the effective configuration, read from the subset of Relay's
-// config.yml keys listed in relay-protocol.md §8.1. Durations that Relay
+// config.yml keys named in the fields' comments. Durations that Relay
 // takes as whole seconds (or milliseconds) may be fractional here so tests
 // can run fast; a real Relay would reject fractions.
 type Config struct {

@@ -5,7 +5,7 @@
 // Relay: standin-relay -c DIR run).
 //
 // What it does the way a managed, non-processing Relay 26.6 does
-// (relay-protocol.md):
+// (docs/protocol.md):
 //   - registration: signed challenge/response, X-Sentry-Relay-Id, retry with
 //     Relay's backoff (1 s ×1.5, capped at http.max_retry_interval),
 //     re-authentication every http.auth_interval, 403 {"relay":"stop"} as a

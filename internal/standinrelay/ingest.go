@@ -98,7 +98,8 @@ func parseSentryAuth(v string) (authInfo, error) {
 	return a, nil
 }
 
-// requestAuth finds the single auth source of a request (§9.2). found is
+// requestAuth finds the single auth source of a request (docs/protocol.md,
+// What Relay checks in what blast sends). found is
 // false when there is none (the envelope header's dsn may then serve).
 func requestAuth(req *http.Request) (a authInfo, found bool, err error) {
 	var sources []authInfo

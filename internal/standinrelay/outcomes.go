@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Outcome ids (relay-protocol.md §6.2).
+// Outcome ids (docs/protocol.md, Outcomes).
 const (
 	outcomeAccepted      = 0
 	outcomeFiltered      = 1
@@ -26,7 +26,7 @@ var outcomeNames = map[int]string{
 	6: "cardinality_limited",
 }
 
-// Data categories (relay-protocol.md §6.3) the stand-in produces.
+// Data categories (docs/protocol.md, Outcomes) the stand-in produces.
 const (
 	catDefault            = 0
 	catError              = 1
@@ -195,7 +195,7 @@ func (r *Relay) outcomeItems(rows map[outcomeRow]float64) map[projectScope][]ite
 			continue
 		}
 		// as_client_reports: one report per bucket timestamp, only the
-		// outcomes Relay reports this way (§6.5).
+		// outcomes Relay reports this way (docs/protocol.md, Outcomes).
 		reports := map[int64]*clientReport{}
 		var order []int64
 		for _, row := range rs {

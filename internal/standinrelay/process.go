@@ -11,7 +11,7 @@ import (
 )
 
 // featureLogs must be in a project's config.features or a managed Relay
-// drops log items without an outcome (envelopes.md §1.6).
+// drops log items without an outcome (docs/protocol.md, Project configs).
 const featureLogs = "organizations:ourlogs-ingestion"
 
 // itemGroup is Relay's processing group: each group of an envelope is
@@ -272,7 +272,7 @@ func normalizeEventID(id string) string {
 
 // rewriteEnvelope builds the forwarded envelope for one group: the SDK's
 // header fields kept, dsn pointing at the upstream, fresh sent_at and the
-// request metadata Relay adds (relay-protocol.md §7.1).
+// request metadata Relay adds (docs/protocol.md, Forwarded envelopes).
 func (r *Relay) rewriteEnvelope(j *job, st *ProjectState, items []envelope.Item, keepEventID bool) []byte {
 	hdr := map[string]json.RawMessage{}
 	_ = json.Unmarshal(j.env.Header, &hdr) // parsed once already by envelope.Parse
@@ -322,7 +322,8 @@ func (r *Relay) relayEnvelope(ps projectScope, it itemPayload) []byte {
 	return env.Marshal()
 }
 
-// clientReportOutcomes turns an SDK client report into outcomes (§6.1).
+// clientReportOutcomes turns an SDK client report into outcomes (docs/protocol.md,
+// Outcomes).
 func (r *Relay) clientReportOutcomes(s scoping, payload []byte) {
 	var rep struct {
 		Discarded      []clientReportEntry `json:"discarded_events"`

@@ -59,7 +59,8 @@ type projectEntry struct {
 	failures  int
 }
 
-// projectCache fetches project configs in batches (relay-protocol.md §4).
+// projectCache fetches project configs in batches (docs/protocol.md, Project
+// configs).
 type projectCache struct {
 	r *Relay
 

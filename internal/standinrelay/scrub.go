@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// A small imitation of Relay's default data scrubbing (envelopes.md §3.2):
+// A small imitation of Relay's default data scrubbing (docs/canaries.md):
 // enough to remove the canary kinds and to cost real, deterministic CPU per
 // event, transaction and log container. It is not Relay's PII engine: no pair normalization of query
 // strings, headers or cookies, no IP scrubbing, no sensitiveFields.

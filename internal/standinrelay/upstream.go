@@ -22,7 +22,7 @@ import (
 const maxAPIResponse = 20 << 20
 
 // upstreamError is a failed upstream call, classified the way Relay reacts
-// to it (relay-protocol.md §3.3, §7.3).
+// to it (docs/faults.md).
 type upstreamError struct {
 	Status  int    // 0 for network errors
 	Network bool   // connect error, timeout, 502, 503, 504: retry
