@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/upstream"
@@ -332,15 +334,9 @@ func TestRunDrops(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback address nobody listens on.
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t *testing.T) string {
+	return "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 }
 
 // rawServer accepts connections and hands each to handle.
@@ -429,7 +425,7 @@ func TestRunFailingTargets(t *testing.T) {
 			class   string
 			timeout time.Duration
 		}{
-			{"refused", func() string { return freePort(t) }, ClassRefused, exact},
+			{"refused", func() string { return freeAddr(t) }, ClassRefused, exact},
 			{"reset", func() string { return rawServer(t, hijackClose) }, ClassReset, exact},
 			{"closed", func() string { return rawServer(t, closeAfterRead) }, ClassReset, exact},
 			{"never answers", func() string { return rawServer(t, neverAnswer) }, ClassTimeout, 200 * time.Millisecond},

@@ -13,7 +13,6 @@ package e2e
 import (
 	"encoding/json"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/orchestrate"
 	"github.com/relayload/relayload/orchestrate/relayconfig"
 	"github.com/relayload/relayload/orchestrate/relayproc"
@@ -74,7 +74,7 @@ func startRelay(t *testing.T, bin string, ucfg upstream.Config, overrides relayc
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	conf := relayconfig.Merge(relayconfig.Default(relayconfig.Options{Upstream: hs.URL + "/", Host: "127.0.0.1", Port: port}), overrides)
 	dir := t.TempDir()
 	if err := relayconfig.Write(dir, conf, creds); err != nil {
@@ -98,15 +98,7 @@ func startRelay(t *testing.T, bin string, ucfg upstream.Config, overrides relayc
 	return &relay{up: up, target: target, proc: proc, ps: ps}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // send blasts n envelopes of mix at rate and returns blast's result.
 func (r *relay) send(t *testing.T, mix string, rate float64, n int64) *blast.Result {
@@ -273,10 +265,7 @@ func TestVerdicts(t *testing.T) {
 // within 2 s and no Relay outlives it.
 func TestSIGINTLeavesNoRelay(t *testing.T) {
 	bin := relayBin(t)
-	orch := filepath.Join(t.TempDir(), "orchestrate")
-	if out, err := exec.Command("go", "build", "-o", orch, "github.com/relayload/relayload/cmd/orchestrate").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	orch := testutil.Build(t, "github.com/relayload/relayload/cmd/orchestrate")
 	work := t.TempDir()
 	cmd := exec.Command(orch, "--relay-bin", bin, "--rates", "100", "--duration", "30s", "--idle", "1s", "--projects", "10", "--pool", "200", "--quiet")
 	cmd.Env = append(os.Environ(), "TMPDIR="+work)

@@ -11,48 +11,21 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/orchestrate/relayconfig"
 	"github.com/relayload/relayload/orchestrate/relayproc"
 )
 
-var (
-	standinOnce sync.Once
-	standinBin  string
-	standinErr  error
-	binDir      string
-)
-
-// standin builds internal/cmd/standin-relay once per test binary.
+// standin is the stand-in relay (a test fixture), built once per test
+// binary.
 func standin(t testing.TB) string {
-	t.Helper()
-	standinOnce.Do(func() {
-		binDir, standinErr = os.MkdirTemp("", "orchestrate-test-")
-		if standinErr != nil {
-			return
-		}
-		standinBin = filepath.Join(binDir, "standin-relay")
-		out, err := exec.Command("go", "build", "-o", standinBin, "github.com/relayload/relayload/internal/cmd/standin-relay").CombinedOutput()
-		if err != nil {
-			standinErr = fmt.Errorf("building the stand-in relay: %v\n%s", err, out)
-		}
-	})
-	if standinErr != nil {
-		t.Fatal(standinErr)
-	}
-	return standinBin
+	return testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // script writes an executable shell script.
 func script(t *testing.T, body string) string {
@@ -97,7 +70,9 @@ func TestStandinSweep(t *testing.T) {
 	if v := rep.Setup.Builds[0].Version; !strings.Contains(v, "standin-relay") || !strings.Contains(v, "not Relay") {
 		t.Errorf("build version %q", v)
 	}
-	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "it may not be Relay, and its figures may not be Relay's") }) {
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
+		return strings.Contains(n, "it may not be Relay, and its figures may not be Relay's")
+	}) {
 		t.Errorf("no stand-in note in %q", rep.Notes)
 	}
 	if cfg.Builds[0].Version != "" {

@@ -16,26 +16,17 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/upstream"
 )
 
-var binary string
+func TestMain(m *testing.M) { testutil.Main(m) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "blast-bin")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "blast")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		panic(err)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+// binary is the blast program, built once per test binary.
+func binary(t testing.TB) string {
+	return testutil.Build(t, "github.com/relayload/relayload/cmd/blast")
 }
 
 func sink(t *testing.T) (*httptest.Server, *atomic.Int64) {
@@ -50,7 +41,7 @@ func sink(t *testing.T) (*httptest.Server, *atomic.Int64) {
 
 func runBlast(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(binary(t), args...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -206,7 +197,7 @@ func TestDump(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	srv, n := sink(t)
 	out := filepath.Join(t.TempDir(), "r.json")
-	cmd := exec.Command(binary, "--target", srv.URL, "--rate", "500", "--duration", "60s", "--pool", "30", "--out", out, "--progress", "--timeout", "30s")
+	cmd := exec.Command(binary(t), "--target", srv.URL, "--rate", "500", "--duration", "60s", "--pool", "30", "--out", out, "--progress", "--timeout", "30s")
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	if err := cmd.Start(); err != nil {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/internal/testutil"
 )
 
 func TestBadFlagsExit2WithOneLine(t *testing.T) {
@@ -68,15 +70,7 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// build compiles a package of the module into dir.
-func build(t *testing.T, dir, pkg, name string) string {
-	t.Helper()
-	out := filepath.Join(dir, name)
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 func children(ppidOf int) []int {
 	var out []int
@@ -114,9 +108,8 @@ func relayRunning(pid int, bin string) bool {
 // must exit 130 within 2 s, leave no child and no temp dir behind, and
 // write the partial report.
 func TestSIGINT(t *testing.T) {
-	bins := t.TempDir()
-	orch := build(t, bins, "github.com/relayload/relayload/cmd/orchestrate", "orchestrate")
-	relay := build(t, bins, "github.com/relayload/relayload/internal/cmd/standin-relay", "standin-relay")
+	orch := testutil.Build(t, "github.com/relayload/relayload/cmd/orchestrate")
+	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
 	// 0: 500 ms after the start (the pool is built or the relay starts);
 	// else this long after the relay was seen running (mid-blast).
 	for _, after := range []time.Duration{0, 2 * time.Second} {

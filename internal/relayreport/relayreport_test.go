@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/orchestrate"
 )
 
@@ -76,10 +76,7 @@ func TestRunWithStandin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 8 steps")
 	}
-	bin := filepath.Join(t.TempDir(), "standin-relay")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/relayload/relayload/internal/cmd/standin-relay").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
 	out := t.TempDir()
 	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 100 * time.Millisecond,
 		KindRate: 50, MinRate: 50, MaxRate: 100})
@@ -106,3 +103,5 @@ func TestRunWithStandin(t *testing.T) {
 		t.Errorf("version %q", card.Relay.Version)
 	}
 }
+
+func TestMain(m *testing.M) { testutil.Main(m) }

@@ -4,69 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-var (
-	buildOnce sync.Once
-	fakeBin   string
-	buildErr  error
-	buildDir  string
+	"github.com/relayload/relayload/internal/testutil"
 )
 
 // fakeRelay builds testdata/fakerelay once per test binary.
 func fakeRelay(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "fakerelay-")
-		if buildErr != nil {
-			return
-		}
-		fakeBin = filepath.Join(buildDir, "fakerelay")
-		out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakerelay").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building fakerelay: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return fakeBin
+	return testutil.Build(t, "github.com/relayload/relayload/orchestrate/relayproc/testdata/fakerelay")
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // startFake starts fakerelay in mode and returns it with its ready URL.
 func startFake(t *testing.T, mode, cpus string) (*Process, string) {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	cfg := fmt.Sprintf("relay:\n  host: 127.0.0.1\n  port: %d\n", port)
 	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

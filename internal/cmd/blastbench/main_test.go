@@ -7,12 +7,13 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/internal/testutil"
 )
 
 // The harness runs end to end at a low rate: sink process, blast binary,
@@ -21,14 +22,8 @@ func TestBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries and runs blast")
 	}
-	dir := t.TempDir()
-	blastBin := filepath.Join(dir, "blast")
-	benchBin := filepath.Join(dir, "blastbench")
-	for bin, pkg := range map[string]string{blastBin: "../../../cmd/blast", benchBin: "."} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, out)
-		}
-	}
+	blastBin := testutil.Build(t, "github.com/relayload/relayload/cmd/blast")
+	benchBin := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/blastbench")
 	out, err := exec.Command(benchBin, "-blast", blastBin, "-rates", "300", "-duration", "1s", "-warmup", "200ms",
 		"-pool", "200", "-clients", "fasthttp,net/http").Output()
 	if err != nil {
@@ -168,3 +163,5 @@ func TestProcReadings(t *testing.T) {
 		t.Errorf("usage = %v, %d bytes", cpu, maxRSS)
 	}
 }
+
+func TestMain(m *testing.M) { testutil.Main(m) }

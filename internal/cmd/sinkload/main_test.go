@@ -5,9 +5,10 @@ import (
 	"flag"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/relayload/relayload/internal/testutil"
 )
 
 // TestSinkloadSmoke runs the measurement the upstream README quotes, briefly:
@@ -18,13 +19,10 @@ func TestSinkloadSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs two binaries")
 	}
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", dir+"/", "../../../cmd/fake-upstream", ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	sinkload := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/sinkload")
+	fakeUpstream := testutil.Build(t, "github.com/relayload/relayload/cmd/fake-upstream")
 	for _, sign := range []string{"none", "fresh"} {
-		out, err := exec.Command(filepath.Join(dir, "sinkload"), "--spawn", filepath.Join(dir, "fake-upstream"),
+		out, err := exec.Command(sinkload, "--spawn", fakeUpstream,
 			"--rate", "300", "--duration", "1s", "--warmup", "0s", "--bodies", "synthetic", "--n", "40",
 			"--projects", "10", "--connections", "8", "--sign", sign).Output()
 		if err != nil {
@@ -128,3 +126,5 @@ func TestDescribeBodies(t *testing.T) {
 		})
 	}
 }
+
+func TestMain(m *testing.M) { testutil.Main(m) }

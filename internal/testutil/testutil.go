@@ -1,0 +1,93 @@
+// Package testutil is what relayload's tests share: a program built once
+// per test binary, a free loopback port, and waiting on a condition
+// instead of sleeping for a guessed time.
+//
+// Build keeps the one piece of state a test binary needs across its
+// tests: the binaries already built. A package whose tests call Build
+// runs them through Main, which removes those binaries at the end.
+package testutil
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"sync"
+	"testing"
+	"time"
+)
+
+// built is the binaries built by this test binary: package path → file.
+var built struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+	errs map[string]error
+}
+
+// Build builds the Go package pkg (an import path, e.g.
+// "github.com/relayload/relayload/cmd/orchestrate") once per test binary
+// and returns the executable's path.
+func Build(tb testing.TB, pkg string) string {
+	tb.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if bin, ok := built.bins[pkg]; ok {
+		return bin
+	}
+	if err, ok := built.errs[pkg]; ok {
+		tb.Fatal(err)
+	}
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "relayload-testbin-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		built.dir, built.bins, built.errs = dir, map[string]string{}, map[string]error{}
+	}
+	bin := built.dir + "/" + path.Base(pkg)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		built.errs[pkg] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		tb.Fatal(built.errs[pkg])
+	}
+	built.bins[pkg] = bin
+	return bin
+}
+
+// Main runs the tests and removes what Build built; call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	built.Lock()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	built.Unlock()
+	os.Exit(code)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Eventually polls cond every 10 ms until it holds or timeout passes, and
+// reports whether it held.
+func Eventually(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

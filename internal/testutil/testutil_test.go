@@ -1,0 +1,50 @@
+package testutil
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+func TestBuildOnce(t *testing.T) {
+	const pkg = "github.com/relayload/relayload/internal/testutil/testdata/hello"
+	a := Build(t, pkg)
+	st, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Build(t, pkg)
+	st2, _ := os.Stat(b)
+	if a != b || !st2.ModTime().Equal(st.ModTime()) {
+		t.Errorf("built twice: %s %v, %s %v", a, st.ModTime(), b, st2.ModTime())
+	}
+	out, err := exec.Command(a).Output()
+	if err != nil || string(out) != "hello\n" {
+		t.Errorf("run: %q %v", out, err)
+	}
+}
+
+func TestFreePort(t *testing.T) {
+	p := FreePort(t)
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		t.Fatalf("port %d not free: %v", p, err)
+	}
+	l.Close()
+}
+
+func TestEventually(t *testing.T) {
+	start := time.Now()
+	n := 0
+	if !Eventually(time.Second, func() bool { n++; return n == 3 }) || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("n=%d after %v", n, time.Since(start))
+	}
+	if Eventually(30*time.Millisecond, func() bool { return false }) {
+		t.Error("a condition that never holds held")
+	}
+}
