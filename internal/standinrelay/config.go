@@ -76,7 +76,7 @@ type Config struct {
 // OutcomeMode is outcomes.emit_outcomes.
 type OutcomeMode string
 
-// Outcome modes (relay-protocol.md §6.1).
+// Outcome modes (docs/protocol.md, Outcomes).
 const (
 	OutcomesOff             OutcomeMode = "false"
 	OutcomesAsClientReports OutcomeMode = "as_client_reports"
