@@ -20,6 +20,13 @@ var levels = [...]struct {
 	sev  int64
 }{{"trace", 1}, {"debug", 5}, {"info", 9}, {"info", 9}, {"info", 9}, {"info", 9}, {"warn", 13}, {"warn", 13}, {"error", 17}, {"fatal", 21}}
 
+// logTemplate is a parameterised message, "<A> %s <verb> for <b> %s in %sms"
+// with its three parameters.
+type logTemplate struct {
+	a, verb, b string
+	params     [3]string
+}
+
 // logBatch is what the records of one log envelope share.
 type logBatch struct {
 	c                          *ctx
@@ -74,9 +81,9 @@ func (g *gen) logRecord(w *jw, b *logBatch, t float64, traceID string, email, pa
 	}
 	w.kstr("level", lv.name)
 	w.kint("severity_number", lv.sev)
-	tmpl, params := g.logBody(w, email, b.c.index)
+	tm, templated := g.logBody(w, email, b.c.index)
 	w.obj("attributes")
-	g.logAttributes(w, b, tmpl, params)
+	g.logAttributes(w, b, &tm, templated)
 	if password {
 		attrStr(w, "password", g.cv(cvLogAttributePassword, b.c.index))
 	}
@@ -84,27 +91,27 @@ func (g *gen) logRecord(w *jw, b *logBatch, t float64, traceID string, email, pa
 	w.close()
 }
 
-// logBody writes the body: a parameterised message (then it returns the
-// template and its parameters) or free text.
-func (g *gen) logBody(w *jw, email bool, i int) (tmpl string, params []string) {
-	templated := g.r.IntN(2) == 0
+// logBody writes the body: a parameterised message (then it returns its
+// template, and true) or free text.
+func (g *gen) logBody(w *jw, email bool, i int) (tm logTemplate, templated bool) {
+	templated = g.r.IntN(2) == 0
 	if email {
 		w.kstrs("body", "Receipt sent to ", g.cv(cvLogBodyEmail, i))
+		return tm, false
 	} else if templated {
-		a, b := g.noun(), g.noun()
-		v := g.pickS(pastVerbs)
-		tmpl = title(a) + " %s " + v + " for " + b + " %s in %sms"
-		params = []string{g.itoa(g.r.IntN(1000000)), g.hexID(8), g.itoa(g.r.IntN(5000))}
-		w.kstrs("body", title(a), " ", params[0], " ", v, " for ", b, " ", params[1], " in ", params[2], "ms")
+		tm.a, tm.b = g.noun(), g.noun()
+		tm.verb = g.pickS(pastVerbs)
+		tm.params = [3]string{g.itoa(g.r.IntN(1000000)), g.hexID(8), g.itoa(g.r.IntN(5000))}
+		w.kstrs("body", title(tm.a), " ", tm.params[0], " ", tm.verb, " for ", tm.b, " ", tm.params[1], " in ", tm.params[2], "ms")
 	} else {
 		w.kstr("body", g.sentence())
 	}
-	return tmpl, params
+	return tm, templated
 }
 
 // logAttributes writes the SDK defaults, the message template and its
-// parameters, and 0–4 typed custom attributes.
-func (g *gen) logAttributes(w *jw, b *logBatch, tmpl string, params []string) {
+// parameters (if templated), and 0–4 typed custom attributes.
+func (g *gen) logAttributes(w *jw, b *logBatch, tm *logTemplate, templated bool) {
 	p, c := b.p, b.c
 	attrStr(w, "sentry.environment", b.environment)
 	attrStr(w, "sentry.release", b.release)
@@ -116,9 +123,9 @@ func (g *gen) logAttributes(w *jw, b *logBatch, tmpl string, params []string) {
 	if c.agent.Class == useragent.Browser && p.browser {
 		attrStr(w, "user_agent.original", c.agent.UA)
 	}
-	if tmpl != "" {
-		attrStr(w, "sentry.message.template", tmpl)
-		for k, v := range params {
+	if templated {
+		attrStr(w, "sentry.message.template", title(tm.a)+" %s "+tm.verb+" for "+tm.b+" %s in %sms")
+		for k, v := range tm.params {
 			attrStr(w, "sentry.message.parameter."+g.itoa(k), v)
 		}
 	}

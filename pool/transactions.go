@@ -140,22 +140,26 @@ type transaction struct {
 	id, traceID, rootID  string
 	release, environment string
 	path, host           string
-	name, rootOp         string // transaction name, the root span's op
+	method, route        string // the name's method prefix ("GET "; "" in browsers) and route
+	rootOp               string // the root span's op
 	startUS, endUS       int64
 }
 
 func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) {
 	t := g.newTransaction(c)
+	// The name is a local, not a field of t, so that it stays on the stack
+	// (escape analysis does not tell t's fields apart, and t.id is returned).
+	name := t.method + t.route
 	u := g.r.Float64()
 	spans := g.drawSpans(&t, 20+int(u*u*81)) // 20–100, mean ≈ 47
 	plant := g.r.IntN(len(spans))
 
 	w := g.payload()
 	w.open()
-	g.transactionHead(w, &t)
+	g.transactionHead(w, &t, name)
 	g.transactionSpans(w, &t, spans, plant)
 	g.measurements(w, t.p)
-	g.transactionRequest(w, &t)
+	g.transactionRequest(w, &t, name)
 	w.obj("tags")
 	w.kstr("locale", g.pickS(locales))
 	w.kstr("customer.tier", g.tagValue("customer.tier"))
@@ -168,13 +172,13 @@ func (g *gen) transactionEnvelope(c *ctx, env *envelope.Envelope) (string, int) 
 
 	pk := g.o.Projects[c.project].PublicKey
 	env.Header = g.header(t.id, t.p.sdk, t.p.sdkVersion, func(h *jw) {
-		g.dsc(h, t.traceID, pk, t.release, t.environment, t.name, true)
+		g.dsc(h, t.traceID, pk, t.release, t.environment, name, true)
 	})
 	env.Items = []envelope.Item{{Type: "transaction", Payload: g.take()}}
 	return t.id, 1
 }
 
-// newTransaction draws the platform, ids, name and time range.
+// newTransaction draws the platform, ids, method, route and time range.
 func (g *gen) newTransaction(c *ctx) transaction {
 	p := g.platformFor(c.agent.Class)
 	if p.mobile {
@@ -184,17 +188,16 @@ func (g *gen) newTransaction(c *ctx) transaction {
 	t.id = g.uuid()
 	t.traceID, t.rootID = g.uuid(), g.hexID(16)
 	t.release, t.environment = g.release(c), g.environment()
-	var route string
-	t.path, route = g.urlPath()
+	t.path, t.route = g.urlPath()
 	t.host = g.pickS(hosts)
 
 	var durUS int64
 	t.rootOp = "http.server"
-	t.name = g.pickS([]string{"GET ", "POST ", "GET ", "PUT "}) + route
+	t.method = g.pickS([]string{"GET ", "POST ", "GET ", "PUT "})
 	if p.browser {
 		t.rootOp = g.pickS([]string{"pageload", "pageload", "navigation"})
 		durUS = 500_000 + g.r.Int64N(7_500_000)
-		t.name = route
+		t.method = ""
 	} else {
 		durUS = 30_000 + g.r.Int64N(2_970_000)
 	}
@@ -206,7 +209,6 @@ func (g *gen) newTransaction(c *ctx) transaction {
 // spanTree holds a transaction's spans while they are drawn.
 type spanTree struct {
 	spans      []span
-	root       []int // direct children of the root span
 	containers []int // spans that may have children
 }
 
@@ -214,9 +216,7 @@ func (st *spanTree) add(g *gen, s span) int {
 	s.id = g.hexID(16)
 	idx := len(st.spans)
 	st.spans = append(st.spans, s)
-	if s.parent < 0 {
-		st.root = append(st.root, idx)
-	} else {
+	if s.parent >= 0 {
 		st.spans[s.parent].children = append(st.spans[s.parent].children, idx)
 	}
 	if s.container {
@@ -251,7 +251,7 @@ func (st *spanTree) depth(idx int) int {
 // time.
 func (g *gen) drawSpans(t *transaction, n int) []span {
 	p := t.p
-	st := spanTree{spans: make([]span, 0, n)}
+	st := &spanTree{spans: make([]span, 0, n)}
 	if p.browser {
 		for _, ev := range []string{"domContentLoadedEvent", "loadEvent", "connect", "request", "response"} {
 			st.add(g, span{parent: -1, op: "browser." + ev, desc: ev, kind: spanBrowser})
@@ -262,7 +262,7 @@ func (g *gen) drawSpans(t *transaction, n int) []span {
 		}
 	}
 	for len(st.spans) < n {
-		parent := g.parentFor(&st)
+		parent := g.parentFor(st)
 		switch x := g.r.IntN(100); {
 		case x < 8 && n-len(st.spans) >= 10:
 			// N+1: the same statement 10–30 times in a row under one parent.
@@ -291,7 +291,13 @@ func (g *gen) drawSpans(t *transaction, n int) []span {
 			st.add(g, span{parent: parent, op: op, desc: g.camel(), kind: spanFunction, container: true})
 		}
 	}
-	g.layout(st.spans, st.root, t.startUS, t.endUS)
+	var root []int // direct children of the root span
+	for idx := range st.spans {
+		if st.spans[idx].parent < 0 {
+			root = append(root, idx)
+		}
+	}
+	g.layout(st.spans, root, t.startUS, t.endUS)
 	return st.spans
 }
 
@@ -299,12 +305,12 @@ func (g *gen) drawSpans(t *transaction, n int) []span {
 var spanStatuses = []string{"ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "internal_error", "not_found", "deadline_exceeded"}
 
 // transactionHead writes the event's fields up to and including contexts.
-func (g *gen) transactionHead(w *jw, t *transaction) {
+func (g *gen) transactionHead(w *jw, t *transaction, name string) {
 	p := t.p
 	w.kstr("event_id", t.id)
 	w.kstr("type", "transaction")
 	w.kstr("platform", p.name)
-	w.kstr("transaction", t.name)
+	w.kstr("transaction", name)
 	w.obj("transaction_info")
 	if p.browser {
 		w.kstr("source", "route")
@@ -434,12 +440,12 @@ func (g *gen) measurements(w *jw, p *platform) {
 }
 
 // transactionRequest writes the request (with the entry's agent) and the user.
-func (g *gen) transactionRequest(w *jw, t *transaction) {
+func (g *gen) transactionRequest(w *jw, t *transaction, name string) {
 	w.obj("request")
 	w.kstrs("url", "https://", t.host, t.path)
 	method := "GET"
 	if !t.p.browser {
-		method = t.name[:indexByte(t.name, ' ')]
+		method = name[:indexByte(name, ' ')]
 	}
 	w.kstr("method", method)
 	w.obj("headers")
