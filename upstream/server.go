@@ -56,7 +56,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,7 +160,8 @@ type Server struct {
 	configRev    string
 	globalJSON   []byte
 
-	hook func(*http.Request) // test hook, called first for every request
+	routes *router
+	hook   func(*http.Request) // test hook, called first for every request
 
 	faultMu sync.Mutex // guards faults writes and rng
 	faults  atomic.Pointer[faultState]
@@ -231,6 +231,7 @@ func New(cfg Config) (*Server, error) {
 		pendingSince: map[int]time.Time{},
 		rng:          mrand.New(mrand.NewPCG(cfg.Seed, 0x6661756c7473)),
 		slots:        make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
+		routes:       newRouter(),
 	}
 	s.started = s.now()
 	for i, p := range cfg.Projects {
@@ -315,55 +316,6 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (hijack).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// route classifies a request path; projectID is set for envelope routes.
-func route(path string) (r int, projectID string) {
-	switch path {
-	case "/api/0/relays/register/challenge/":
-		return routeChallenge, ""
-	case "/api/0/relays/register/response/":
-		return routeResponse, ""
-	case "/api/0/relays/projectconfigs/":
-		return routeProjectConfigs, ""
-	case "/api/0/relays/publickeys/":
-		return routePublicKeys, ""
-	case "/api/0/relays/metrics/":
-		return routeMetrics, ""
-	case "/api/0/relays/outcomes/":
-		return routeOutcomes, ""
-	case "/api/0/relays/live/":
-		return routeLive, ""
-	case "/stats", "/stats/":
-		return routeStats, ""
-	case "/stats/reset", "/stats/reset/":
-		return routeStatsReset, ""
-	case "/projects", "/projects/":
-		return routeProjects, ""
-	case "/control", "/control/":
-		return routeControl, ""
-	}
-	if rest, ok := strings.CutPrefix(path, "/api/"); ok {
-		if id, ok := strings.CutSuffix(rest, "/envelope/"); ok && isDigits(id) {
-			return routeEnvelope, id
-		}
-		if id, ok := strings.CutSuffix(rest, "/store/"); ok && isDigits(id) {
-			return routeStore, id
-		}
-	}
-	return routeNotFound, ""
-}
-
-func isDigits(s string) bool {
-	if s == "" || len(s) > 18 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // protocolRoute reports whether faults apply to the route: everything Relay
 // talks to, never the harness's own /stats, /projects and /control.
 func protocolRoute(r int) bool {
@@ -384,7 +336,17 @@ func (s *Server) acquire() *counters {
 	}
 }
 
+// serveHTTP routes a request (router.lookup) and serves it.
 func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
+	r, projectID := s.routes.lookup(req.URL.Path)
+	s.serveRoute(rw, req, r, projectID)
+}
+
+// serveRoute serves a request for route r: it pins the counter generation,
+// records the answer's status under the route, recovers a panic (counted,
+// answered 500 in Relay's error form), applies faults to the Relay-facing
+// routes and calls the route's handler.
+func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, projectID string) {
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
 	w, _ := s.writers.Get().(*statusWriter)
@@ -392,7 +354,6 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 		w = new(statusWriter)
 	}
 	w.ResponseWriter, w.status = rw, 0
-	r, projectID := route(req.URL.Path)
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
