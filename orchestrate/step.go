@@ -198,7 +198,7 @@ func (s *step) startUpstream() error {
 		return fmt.Errorf("fake upstream listen: %w", err)
 	}
 	s.up = up
-	s.srv = &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = up.HTTPServer()
 	go func() { _ = s.srv.Serve(ln) }()
 	s.origin = "http://" + ln.Addr().String()
 	s.target = s.origin

@@ -1,0 +1,152 @@
+package upstream
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/projects"
+)
+
+// serveHTTPServer serves srv through srv.HTTPServer on a loopback port;
+// adjust may shorten its timeouts first. It returns the address.
+func serveHTTPServer(t *testing.T, srv *Server, adjust func(*http.Server)) string {
+	t.Helper()
+	hs := srv.HTTPServer()
+	if adjust != nil {
+		adjust(hs)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return ln.Addr().String()
+}
+
+func newTestServer(t *testing.T) *Server {
+	t.Helper()
+	ps, err := projects.Generate(7, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Projects: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func TestHTTPServerLimits(t *testing.T) {
+	srv := newTestServer(t)
+	hs := srv.HTTPServer()
+	if hs.ReadHeaderTimeout != 10*time.Second || hs.ReadTimeout != 60*time.Second || hs.IdleTimeout != 120*time.Second ||
+		hs.MaxHeaderBytes != 64<<10 || hs.WriteTimeout != 0 {
+		t.Errorf("read header %s, read %s, idle %s, write %s, max header %d; want 10s, 60s, 120s, 0s, 64 KiB",
+			hs.ReadHeaderTimeout, hs.ReadTimeout, hs.IdleTimeout, hs.WriteTimeout, hs.MaxHeaderBytes)
+	}
+	addr := serveHTTPServer(t, srv, nil)
+	resp, err := http.Get("http://" + addr + "/api/0/relays/live/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || srv.Stats().Requests["live"]["200"] != 1 {
+		t.Fatalf("live: %d, requests %v", resp.StatusCode, srv.Stats().Requests)
+	}
+}
+
+// TestHTTPServerCutsSlowHeader: a client that never finishes its header has
+// its connection closed after ReadHeaderTimeout, without an answer and
+// without reaching the handler. (The timeout is shortened from 10 s to keep
+// the test quick; TestHTTPServerLimits checks the real value.)
+func TestHTTPServerCutsSlowHeader(t *testing.T) {
+	srv := newTestServer(t)
+	const timeout = 300 * time.Millisecond
+	addr := serveHTTPServer(t, srv, func(hs *http.Server) { hs.ReadHeaderTimeout = timeout })
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := io.WriteString(conn, "GET /api/0/relays/live/ HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := conn.Read(make([]byte, 1024))
+	elapsed := time.Since(start)
+	var ne net.Error
+	if n != 0 || err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("read %d bytes, err %v after %s: want the server to close the connection", n, err, elapsed)
+	}
+	if elapsed < timeout || elapsed > timeout+5*time.Second {
+		t.Errorf("connection closed after %s, want about %s", elapsed, timeout)
+	}
+	if n := len(srv.Stats().Requests); n != 0 {
+		t.Errorf("the handler saw the request: %v", srv.Stats().Requests)
+	}
+}
+
+// TestHTTPServerCutsSlowBody: a body that stalls is cut at ReadTimeout: the
+// request is answered 400 and its body slot released (shortened from 60 s).
+func TestHTTPServerCutsSlowBody(t *testing.T) {
+	srv := newTestServer(t)
+	addr := serveHTTPServer(t, srv, func(hs *http.Server) { hs.ReadTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	p := srv.cfg.Projects[0]
+	req := "POST " + p.EnvelopePath() + " HTTP/1.1\r\nHost: x\r\nX-Sentry-Auth: " + p.AuthHeader("t") +
+		"\r\nContent-Length: 1000\r\n\r\n{}\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "reading the request body failed") {
+		t.Fatalf("stalled body: %d %s", resp.StatusCode, b)
+	}
+	if st := srv.Stats(); st.Errors["body_read_error"] != 1 || len(srv.slots) != 0 {
+		t.Errorf("errors %v, body slots held %d", st.Errors, len(srv.slots))
+	}
+}
+
+// TestHTTPServerHeaderCap: headers up to MaxHeaderBytes are served, larger
+// ones get 431 before any handler runs.
+func TestHTTPServerHeaderCap(t *testing.T) {
+	srv := newTestServer(t)
+	addr := serveHTTPServer(t, srv, nil)
+	get := func(headerBytes int) int {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/api/0/relays/live/", nil)
+		req.Header.Set("X-Big", strings.Repeat("a", headerBytes))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(32 << 10); code != 200 {
+		t.Errorf("32 KiB header: %d, want 200", code)
+	}
+	if code := get(HTTPMaxHeaderBytes + 8<<10); code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("72 KiB header: %d, want 431", code)
+	}
+	if n := srv.Stats().Requests["live"]["200"]; n != 1 {
+		t.Errorf("live answered %d times, want 1", n)
+	}
+}
