@@ -9,6 +9,7 @@ import (
 
 	"github.com/relayload/relayload/canary"
 	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/projects"
 )
 
 // itemTypes are the envelope item types counted in their own slot. Anything
@@ -386,9 +387,13 @@ type Canaries struct {
 // topProjects is how many projects /stats lists.
 const topProjects = 20
 
+// snapshot reads every counter of the generation into a Stats. Counters are
+// read one by one while requests may still be counting into them, so a
+// snapshot taken under load is not of a single instant.
 func (c *counters) snapshot(s *Server) Stats {
 	now := s.now() // the clock s.started and c.started were read from
-	st := Stats{
+	items, records := c.itemsByType()
+	return Stats{
 		UptimeSeconds:     now.Sub(s.started).Seconds(),
 		SinceResetSeconds: now.Sub(c.started).Seconds(),
 		Registrations: Registrations{
@@ -396,92 +401,135 @@ func (c *counters) snapshot(s *Server) Stats {
 			Responses:  c.responses.Load(),
 			Failures:   c.regFail.snapshot(),
 		},
-		ConfigRequests: ConfigRequests{
-			Global:        c.cfgGlobal.Load(),
-			GlobalPending: c.globalPendingServed.Load(),
-			Project:       c.cfgProject.Load(),
-			KeysServed:    c.keysServed.Load(),
-			Pending:       c.keysPending.Load(),
-			Unchanged:     c.keysUnchanged.Load(),
-			Unknown:       c.keysUnknown.Load(),
-		},
-		Signatures: Signatures{
-			Verified:   c.sigVerified.Load(),
-			CacheHits:  c.sigCacheHits.Load(),
-			SampledOut: c.sigSampledOut.Load(),
-			NotChecked: c.sigNotChecked.Load(),
-		},
+		ConfigRequests:    c.configRequests(),
+		Signatures:        c.signatures(),
 		Envelopes:         c.envelopes.Load(),
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
 		DataEnvelopes:     c.dataEnvelopes.Load(),
 		Timeline:          c.arrivals.snapshot(),
-		ItemsByType:       map[string]int64{},
-		RecordsByType:     map[string]int64{},
-		Bytes:             map[string]EncodingBytes{},
+		ItemsByType:       items,
+		RecordsByType:     records,
+		Bytes:             c.bytesByEncoding(),
+		TopProjects:       c.topProjects(s.cfg.Projects),
 		MetricBuckets:     c.metricBuckets.Load(),
+		Outcomes:          c.outcomeStats(),
+		Canaries:          c.canaries(),
 		Errors:            c.errors.snapshot(),
-		Requests:          map[string]map[string]int64{},
-		TopProjects:       []ProjectStats{},
+		Requests:          c.requestCounts(),
 		Faults:            c.faultsInjected.snapshot(),
 		Panics:            c.panics.Load(),
-		Canaries: Canaries{
-			ItemsScanned:  c.scannedItems.Load(),
-			Leaks:         map[string]int64{},
-			KeptFound:     map[string]int64{},
-			Found:         map[string]int64{},
-			ScrubbedItems: c.scrubbedItems.Load(),
-		},
 	}
+}
+
+func (c *counters) configRequests() ConfigRequests {
+	return ConfigRequests{
+		Global:        c.cfgGlobal.Load(),
+		GlobalPending: c.globalPendingServed.Load(),
+		Project:       c.cfgProject.Load(),
+		KeysServed:    c.keysServed.Load(),
+		Pending:       c.keysPending.Load(),
+		Unchanged:     c.keysUnchanged.Load(),
+		Unknown:       c.keysUnknown.Load(),
+	}
+}
+
+func (c *counters) signatures() Signatures {
+	return Signatures{
+		Verified:   c.sigVerified.Load(),
+		CacheHits:  c.sigCacheHits.Load(),
+		SampledOut: c.sigSampledOut.Load(),
+		NotChecked: c.sigNotChecked.Load(),
+	}
+}
+
+// itemsByType returns the item and record counts of every item type seen.
+func (c *counters) itemsByType() (items, records map[string]int64) {
+	items, records = map[string]int64{}, map[string]int64{}
 	for i, name := range itemTypes {
 		if n := c.items[i].Load(); n != 0 {
-			st.ItemsByType[name] = n
-			st.RecordsByType[name] = c.records[i].Load()
+			items[name] = n
+			records[name] = c.records[i].Load()
 		}
 	}
+	return items, records
+}
+
+func (c *counters) bytesByEncoding() map[string]EncodingBytes {
+	out := map[string]EncodingBytes{}
 	for i, e := range encodings {
 		if n := c.encRequests[i].Load(); n != 0 {
-			st.Bytes[string(e)] = EncodingBytes{Requests: n, Wire: c.encWire[i].Load(), Decoded: c.encDecoded[i].Load()}
+			out[string(e)] = EncodingBytes{Requests: n, Wire: c.encWire[i].Load(), Decoded: c.encDecoded[i].Load()}
 		}
 	}
+	return out
+}
+
+// topProjects returns the topProjects busiest projects, most envelopes
+// first (then by id).
+func (c *counters) topProjects(ps []projects.Project) []ProjectStats {
+	out := []ProjectStats{}
 	for i := range c.projEnvelopes {
 		if n := c.projEnvelopes[i].Load(); n != 0 {
-			st.TopProjects = append(st.TopProjects, ProjectStats{ID: s.cfg.Projects[i].ID, Envelopes: n, Items: c.projItems[i].Load()})
+			out = append(out, ProjectStats{ID: ps[i].ID, Envelopes: n, Items: c.projItems[i].Load()})
 		}
 	}
-	sort.Slice(st.TopProjects, func(a, b int) bool {
-		pa, pb := st.TopProjects[a], st.TopProjects[b]
+	sort.Slice(out, func(a, b int) bool {
+		pa, pb := out[a], out[b]
 		if pa.Envelopes != pb.Envelopes {
 			return pa.Envelopes > pb.Envelopes
 		}
 		return pa.ID < pb.ID
 	})
-	if len(st.TopProjects) > topProjects {
-		st.TopProjects = st.TopProjects[:topProjects]
+	if len(out) > topProjects {
+		out = out[:topProjects]
 	}
+	return out
+}
+
+// requestCounts returns the answers by route name and status.
+func (c *counters) requestCounts() map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
 	for r := range c.requests {
 		for code := range c.requests[r] {
 			if n := c.requests[r][code].Load(); n != 0 {
-				m := st.Requests[routeNames[r]]
+				m := out[routeNames[r]]
 				if m == nil {
 					m = map[string]int64{}
-					st.Requests[routeNames[r]] = m
+					out[routeNames[r]] = m
 				}
 				m[strconv.Itoa(code)] = n
 			}
 		}
 	}
+	return out
+}
+
+func (c *counters) canaries() Canaries {
+	out := Canaries{
+		ItemsScanned:  c.scannedItems.Load(),
+		Leaks:         map[string]int64{},
+		KeptFound:     map[string]int64{},
+		Found:         map[string]int64{},
+		ScrubbedItems: c.scrubbedItems.Load(),
+	}
 	for i, k := range canaryKinds {
 		if n := c.canaryLeaks[i].Load(); n != 0 {
-			st.Canaries.Leaks[k.Name] = n
+			out.Leaks[k.Name] = n
 		}
 		if n := c.canaryKept[i].Load(); n != 0 {
-			st.Canaries.KeptFound[k.Name] = n
+			out.KeptFound[k.Name] = n
 		}
 		if n := c.canaryFound[i].Load(); n != 0 {
-			st.Canaries.Found[k.Name] = n
+			out.Found[k.Name] = n
 		}
 	}
-	st.Outcomes = Outcomes{
+	return out
+}
+
+// outcomeStats returns the outcome rows, sorted by outcome, category and
+// reason, their sums by each of the three, and the carriers by source.
+func (c *counters) outcomeStats() Outcomes {
+	out := Outcomes{
 		ByOutcome:  map[string]int64{},
 		ByCategory: map[string]int64{},
 		ByReason:   map[string]int64{},
@@ -490,19 +538,19 @@ func (c *counters) snapshot(s *Server) Stats {
 	}
 	for i, name := range outcomeSourceNames {
 		if n := c.outcomeMsgs[i].Load(); n != 0 {
-			st.Outcomes.Messages[name] = n
+			out.Messages[name] = n
 		}
 	}
 	c.outcomes.mu.Lock()
 	for k, r := range c.outcomes.rows {
-		st.Outcomes.Rows = append(st.Outcomes.Rows, OutcomeRow{Outcome: k.outcome, Category: k.category, Reason: k.reason, Quantity: r.quantity, Count: r.count})
-		st.Outcomes.ByOutcome[k.outcome] += r.quantity
-		st.Outcomes.ByCategory[k.category] += r.quantity
-		st.Outcomes.ByReason[k.reason] += r.quantity
+		out.Rows = append(out.Rows, OutcomeRow{Outcome: k.outcome, Category: k.category, Reason: k.reason, Quantity: r.quantity, Count: r.count})
+		out.ByOutcome[k.outcome] += r.quantity
+		out.ByCategory[k.category] += r.quantity
+		out.ByReason[k.reason] += r.quantity
 	}
 	c.outcomes.mu.Unlock()
-	sort.Slice(st.Outcomes.Rows, func(a, b int) bool {
-		x, y := st.Outcomes.Rows[a], st.Outcomes.Rows[b]
+	sort.Slice(out.Rows, func(a, b int) bool {
+		x, y := out.Rows[a], out.Rows[b]
 		if x.Outcome != y.Outcome {
 			return x.Outcome < y.Outcome
 		}
@@ -511,5 +559,5 @@ func (c *counters) snapshot(s *Server) Stats {
 		}
 		return x.Reason < y.Reason
 	})
-	return st
+	return out
 }
