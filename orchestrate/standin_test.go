@@ -541,7 +541,7 @@ func TestStandinCapacityVerdict(t *testing.T) {
 	const n = 100
 	bin := standin(t)
 	cfg := quick(n/2, 2*n)
-	cfg.Duration = 8 * time.Second // a second half of 4 points: growth over 3 s
+	cfg.Duration = 4 * time.Second // 3 whole seconds: growth over 2 s, steady
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	cfg.RelayConfig = relayconfig.Config{"standin": map[string]any{"capacity": n}}
 	cfg.WorkDir = t.TempDir()
