@@ -170,6 +170,9 @@ type Config struct {
 	// settle overrides how long forwarding and outcomes must stand still
 	// for the drain to end (tests shorten it).
 	settle time.Duration
+	// onStep, if set, is called as each step begins (done false) and when
+	// it has ended (done true); tests measure between steps with it.
+	onStep func(st *Step, done bool)
 }
 
 // Harness reports whether the config measures the harness (no Relay).

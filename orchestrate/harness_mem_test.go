@@ -2,47 +2,20 @@ package orchestrate
 
 import (
 	"context"
-	"fmt"
 	"runtime"
-	"strings"
-	"sync"
 	"testing"
 )
 
-// liveHeapLog is a Config.Log that notes the live heap (after one GC) when
-// the first step begins and when the last has ended. It collects nowhere
-// else: a collection between steps would hide garbage that earlier steps
-// leave resident.
-type liveHeapLog struct {
-	last string // the verdict line of the last step starts with this
-
-	mu          sync.Mutex
-	steps       int
-	first, done uint64
-}
-
-func (l *liveHeapLog) Write(b []byte) (int, error) {
-	line := string(b)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if strings.HasPrefix(line, "step ") {
-		l.steps++
-	}
-	first := line == "step 1: "+l.last
-	done := l.steps == 3 && (strings.Contains(line, "peak RSS") || strings.Contains(line, "FAILED"))
-	if first || done {
-		// One collection only: what the step left in sync.Pools (now in
-		// their victim caches) still counts.
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if first {
-			l.first = ms.HeapAlloc
-		} else {
-			l.done = ms.HeapAlloc
-		}
-	}
-	return len(b), nil
+// liveHeap is the live heap after one collection. It is read before the
+// first step and after the last only: a collection between steps would
+// hide garbage that earlier steps leave resident, and one collection
+// leaves what a step put in sync.Pools (now in their victim caches)
+// counted.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // TestHarnessMemoryFlat runs the same harness step three times. The live
@@ -57,8 +30,15 @@ func TestHarnessMemoryFlat(t *testing.T) {
 	cfg.Idle = 0
 	cfg.PoolSize = 2000 // a long-lived heap like a real run's makes collections rare
 	cfg.WorkDir = t.TempDir()
-	log := &liveHeapLog{last: fmt.Sprintf("harness, round 1, %g/s\n", cfg.Rates[0])}
-	cfg.Log = log
+	var log struct{ first, done uint64 }
+	cfg.onStep = func(st *Step, done bool) {
+		switch {
+		case st.Index == 1 && !done:
+			log.first = liveHeap()
+		case st.Index == 3 && done:
+			log.done = liveHeap()
+		}
+	}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -235,6 +235,10 @@ func (r *runner) step(ctx context.Context, rep *Report, b Build, round int, rate
 	st := &Step{Index: len(rep.Steps) + 1, Build: b.Name, Round: round, Rate: rate, Probe: probe}
 	rep.Steps = append(rep.Steps, st)
 	r.logf("step %d: %s, round %d, %s", st.Index, b.Name, round, rateLabel(rate))
+	if r.cfg.onStep != nil {
+		r.cfg.onStep(st, false)
+		defer r.cfg.onStep(st, true)
+	}
 	r.runStep(ctx, st, b)
 	if st.Failed {
 		rep.Failed++
