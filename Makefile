@@ -32,6 +32,7 @@ interop:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not what go mod tidy makes them (see above): run go mod tidy"; exit 1; }
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz-smoke.sh
