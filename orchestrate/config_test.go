@@ -3,11 +3,13 @@ package orchestrate
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayload/relayload/orchestrate/relayproc"
+	"github.com/relayload/relayload/upstream"
 )
 
 func TestParseFault(t *testing.T) {
@@ -179,6 +181,27 @@ func TestJudge(t *testing.T) {
 		if st.Verdict != tc.verdict || tc.reason != "" && !strings.Contains(strings.Join(st.Reasons, "|"), tc.reason) {
 			t.Errorf("%s: %s %v, want %s %q", tc.name, st.Verdict, st.Reasons, tc.verdict, tc.reason)
 		}
+	}
+}
+
+// TestJudgeNotes: canary leaks and a load average above the CPU count are
+// said in the step's notes (they do not change the verdict).
+func TestJudgeNotes(t *testing.T) {
+	cfg := Config{MaxP99: time.Second, MaxCatchUp: 3 * time.Second}
+	st := &Step{Rate: 100, Sent: 100, OK: 100, AchievedRate: 100, Drain: Drain{Settled: true},
+		Upstream: UpstreamSeen{Canaries: upstream.Canaries{Leaks: map[string]int64{"password": 2, "iban": 1}}},
+		LoadAvg:  [2]float64{0.5, float64(runtime.NumCPU()) + 1.5}}
+	judge(st, cfg, false)
+	notes := strings.Join(st.Notes, "|")
+	if st.Verdict != VerdictKeptUp || !strings.Contains(notes, "3 PII canaries that Relay's default scrubbing must remove reached the upstream (iban×1, password×2)") ||
+		!strings.Contains(notes, "the 1-minute load average was 0.5→") {
+		t.Errorf("%s %v", st.Verdict, st.Notes)
+	}
+	st = &Step{Rate: 100, Sent: 100, OK: 100, AchievedRate: 100, Drain: Drain{Settled: true},
+		Upstream: UpstreamSeen{Canaries: upstream.Canaries{Leaks: map[string]int64{"password": 2}}}}
+	judge(st, cfg, true) // the harness scrubs nothing: no note
+	if len(st.Notes) != 0 {
+		t.Errorf("harness: %v", st.Notes)
 	}
 }
 

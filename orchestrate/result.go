@@ -191,7 +191,12 @@ type UpstreamSeen struct {
 	Outcomes []upstream.OutcomeRow       `json:"outcomes,omitempty"`
 	Requests map[string]map[string]int64 `json:"requests,omitempty"`
 	Errors   map[string]int64            `json:"errors,omitempty"`
-	Leaks    map[string]int64            `json:"canary_leaks,omitempty"`
+	// Canaries is what the upstream found of the PII canaries the pool
+	// plants: leaks (a canary Relay's default scrubbing should have removed
+	// reached the upstream), the controls that must survive, the items
+	// scanned. Without Relay (the harness) nothing scrubs, so every canary
+	// arrives as planted.
+	Canaries upstream.Canaries `json:"canaries"`
 	// Signatures is how Relay's request signatures were checked: fully
 	// verified, or (Config.VerifyEnvelopeEvery) for form and age only.
 	Signatures upstream.Signatures `json:"signatures"`

@@ -602,7 +602,7 @@ func (s *step) collect() {
 	st.Upstream = UpstreamSeen{
 		Envelopes: final.Envelopes, Forwarded: final.DataEnvelopes, ItemsByType: final.ItemsByType,
 		Gap: accepted - final.DataEnvelopes, Outcomes: final.Outcomes.Rows, Requests: final.Requests,
-		Errors: final.Errors, Leaks: final.Canaries.Leaks, Signatures: final.Signatures,
+		Errors: final.Errors, Canaries: final.Canaries, Signatures: final.Signatures,
 	}
 	smp, _ := s.sampler.Samples()
 	samplesAt := s.blastStart.Sub(s.sampler.Start())

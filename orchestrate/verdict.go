@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -102,6 +103,14 @@ func judge(st *Step, cfg Config, harness bool) {
 	if st.Steady.Seconds < 2 && st.Steady.Seconds >= 0 && len(st.Seconds) > 0 {
 		st.Notes = append(st.Notes, fmt.Sprintf("the measured window has %d whole second(s): too short to judge the backlog's growth", st.Steady.Seconds))
 	}
+	if n := sum(st.Upstream.Canaries.Leaks); n > 0 && !harness {
+		st.Notes = append(st.Notes, fmt.Sprintf("%d PII canaries that Relay's default scrubbing must remove reached the upstream (%s)",
+			n, kvList(st.Upstream.Canaries.Leaks)))
+	}
+	if st.LoadAvg[0] > float64(runtime.NumCPU()) || st.LoadAvg[1] > float64(runtime.NumCPU()) {
+		st.Notes = append(st.Notes, fmt.Sprintf("the 1-minute load average was %.1f→%.1f on %d CPUs: more runnable threads than CPUs, so this step's figures are not comparable with a quiet machine's",
+			st.LoadAvg[0], st.LoadAvg[1], runtime.NumCPU()))
+	}
 	if st.CPU.HarnessShare > MaxHarnessShare {
 		st.Notes = append(st.Notes, fmt.Sprintf("the harness (blast, the fake upstream) used %.2f cores over the window, %.0f%% of Relay's %.2f: on one machine that is CPU Relay could not use",
 			st.CPU.HarnessCores, st.CPU.HarnessShare, st.CPU.LoadCores))
@@ -179,6 +188,23 @@ func failureDetail(st *Step, quota429 bool) string {
 		if n := st.Errors[class]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s×%d", class, n))
 		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// kvList renders a count map as "a×1, b×2", sorted by key.
+func kvList(m map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

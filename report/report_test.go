@@ -448,6 +448,8 @@ func TestTextOptionalSections(t *testing.T) {
 	st.StatsDCounters = map[string]float64{"event.accepted": 6000}
 	st.LoadAvg = [2]float64{0.42, 1.37}
 	st.Upstream.Gap = 17
+	st.Upstream.Canaries = upstream.Canaries{ItemsScanned: 6000, ScrubbedItems: 5900, Leaks: map[string]int64{"password": 1},
+		KeptFound: map[string]int64{"public_note": 50}}
 	rep.Summary[0].PeakRSS = 100 << 20
 	rep.Notes = []string{"perf: no hardware cycle counter on this machine; recording the software event cpu-clock instead"}
 	var b bytes.Buffer
@@ -459,6 +461,7 @@ func TestTextOptionalSections(t *testing.T) {
 		"Fault in step 1", "upstream answered envelope 503×42",
 		"event.processing_time", "7.5", "event.accepted", "6,000",
 		"0.42→1.37", "100.0 MiB", "recording the software event cpu-clock",
+		"PII canaries", "password=1", "public_note=50", "5,900", "a control it must leave alone",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
@@ -632,5 +635,19 @@ func BenchmarkWrite(b *testing.B) {
 		if _, err := Write(dir, rep); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCanariesHarness: without a Relay nothing scrubs, and the report says
+// so instead of listing every planted canary as a leak.
+func TestCanariesHarness(t *testing.T) {
+	rep := &orchestrate.Report{Harness: true, Setup: orchestrate.Setup{Builds: []orchestrate.Build{{Name: "harness"}}, Rates: []float64{1000}},
+		KeptUpWith: map[string]float64{},
+		Steps: []*orchestrate.Step{{Index: 1, Build: "harness", Rate: 1000,
+			Upstream: orchestrate.UpstreamSeen{Canaries: upstream.Canaries{ItemsScanned: 10, Leaks: map[string]int64{"password": 10}}}}}}
+	var b bytes.Buffer
+	Text(&b, rep)
+	if out := b.String(); !strings.Contains(out, "Without a Relay nothing scrubs") || strings.Contains(out, "password=10") {
+		t.Errorf("harness canaries:\n%s", out)
 	}
 }

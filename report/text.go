@@ -284,7 +284,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 	}
 	fmt.Fprintln(w, Headline(rep))
 	for _, section := range []func(){pg.perRate, pg.findMax, pg.comparisons, pg.steps, pg.outcomes, pg.statsd,
-		pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
+		pg.canaries, pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
 		section()
 	}
 }
@@ -461,6 +461,37 @@ func (pg *page) outcomes() {
 		t.Write(w)
 		fmt.Fprintln(w, "\nOutcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped, by data category and reason; with --quota they show the quota at work.")
 	}
+}
+
+// canaries writes what the upstream found of the PII canaries.
+func (pg *page) canaries() {
+	w, rep := pg.w, pg.rep
+	scanned := false
+	for _, st := range rep.Steps {
+		scanned = scanned || st.Upstream.Canaries.ItemsScanned > 0
+	}
+	if !scanned {
+		return
+	}
+	pg.h("PII canaries")
+	if rep.Harness {
+		fmt.Fprintln(w, "Without a Relay nothing scrubs: the fake upstream receives every canary as blast planted it, so there is nothing to judge here.")
+		return
+	}
+	t := NewTable(">#", ">target/s", ">items scanned", ">scrubbed items", "leaked", "controls kept")
+	for _, st := range rep.Steps {
+		c := st.Upstream.Canaries
+		if c.ItemsScanned == 0 {
+			continue
+		}
+		leaked := "none"
+		if len(c.Leaks) > 0 {
+			leaked = kv(c.Leaks)
+		}
+		t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), Num(float64(c.ItemsScanned)), Num(float64(c.ScrubbedItems)), leaked, kv(c.KeptFound))
+	}
+	t.Write(w)
+	fmt.Fprintln(w, "\nThe pool plants values that Relay's default data scrubbing must remove (card numbers, IBANs, passwords, …) and a control it must leave alone (public_note); the fake upstream looks for each in what Relay forwards. leaked: canaries that reached the upstream; controls kept: controls found, as they should be.")
 }
 
 // statsd writes Relay's own metrics from the StatsD receiver.

@@ -78,7 +78,9 @@ func TestRunWithStandin(t *testing.T) {
 	}
 	bin := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
 	out := t.TempDir()
-	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 100 * time.Millisecond,
+	// Idle 500 ms: a shorter window reads a tick of CPU (10 ms) as 0.1 cores
+	// of idle, more than the stand-in uses under this load.
+	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 500 * time.Millisecond,
 		KindRate: 50, MinRate: 50, MaxRate: 100})
 	if err != nil {
 		t.Fatal(err)
