@@ -42,13 +42,35 @@ func summarize(rep *Report, cfg Config) {
 		if bp == nil || p == nil || bp.Verdict == VerdictFailed || p.Verdict == VerdictFailed {
 			continue
 		}
-		rep.Comparisons = append(rep.Comparisons, Comparison{
+		c := Comparison{
 			Build: k.build, Baseline: base, Rate: k.rate,
 			BaseCores: bp.NetCores, Cores: p.NetCores, CoresChange: change(bp.NetCores, p.NetCores),
 			BaseMsPerEnv: bp.MsPerEnv, MsPerEnv: p.MsPerEnv, MsPerEnvChange: change(bp.MsPerEnv, p.MsPerEnv),
 			P99Change: change(bp.Latency.P99, p.Latency.P99), PeakRSSChange: change(bp.PeakRSS, p.PeakRSS),
-		})
+		}
+		baseSteps, steps := groups[pointKey{base, k.rate}], groups[k]
+		if v, pv := noiseVerdict(figures(baseSteps, msPerEnv), figures(steps, msPerEnv)); v != "" {
+			c.MsPerEnvVerdict, c.MsPerEnvP = v, pv
+		}
+		if v, pv := noiseVerdict(figures(baseSteps, netCores), figures(steps, netCores)); v != "" {
+			c.CoresVerdict, c.CoresP = v, pv
+		}
+		rep.Comparisons = append(rep.Comparisons, c)
 	}
+}
+
+func msPerEnv(s *Step) float64 { return s.CPU.MsPerEnv }
+func netCores(s *Step) float64 { return s.CPU.NetCores }
+
+// figures is f of every step that did not fail.
+func figures(steps []*Step, f func(*Step) float64) []float64 {
+	var v []float64
+	for _, st := range steps {
+		if !st.Failed {
+			v = append(v, f(st))
+		}
+	}
+	return v
 }
 
 // groupSteps groups the judged steps by build and rate, the keys in the

@@ -337,6 +337,7 @@ func TestTextTables(t *testing.T) {
 	}
 	for _, want := range []string{"median of 2 rounds", "filtered", "web-crawlers", "Failed steps", "relay exited with status 101",
 		"0.210 (12%)", "39 s (23% outside)", "harness cores: orchestrate's own CPU", "step took: the whole step",
+		"Whether a change is beyond noise needs --rounds 3 or more.",
 		"backlog: envelopes accepted but not forwarded yet at the end of the window",
 		"catch-up: from blast's end until the last envelope was forwarded",
 		"CPU per envelope: Relay's CPU time from blast's start until forwarding settled",
@@ -441,6 +442,7 @@ func TestHeadlineCeiling(t *testing.T) {
 // when the steps have them.
 func TestTextOptionalSections(t *testing.T) {
 	rep := sample()
+	rep.Comparisons[0].MsPerEnvVerdict, rep.Comparisons[0].MsPerEnvP = orchestrate.ChangeWithinNoise, 0.7
 	st := rep.Steps[0]
 	st.Perf = &orchestrate.PerfRecord{File: "/tmp/relay-1.data", Event: "cpu-clock", CallGraph: "dwarf", Exit: "ok"}
 	st.Fault = &orchestrate.FaultSeen{Spec: "outage=10s", Summary: "outage for 10s: upstream answered envelope 503×42"}
@@ -462,6 +464,7 @@ func TestTextOptionalSections(t *testing.T) {
 		"event.processing_time", "7.5", "event.accepted", "6,000",
 		"0.42→1.37", "100.0 MiB", "recording the software event cpu-clock",
 		"PII canaries", "password=1", "public_note=50", "5,900", "a control it must leave alone",
+		"within noise (p=0.70)", "the two-sided Mann–Whitney U test",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)

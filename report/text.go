@@ -344,6 +344,14 @@ func (pg *page) perRate() {
 	fmt.Fprintln(w)
 }
 
+// noiseCell is a comparison's noise verdict with its p-value.
+func noiseCell(verdict string, p float64) string {
+	if verdict == "" {
+		return "–"
+	}
+	return fmt.Sprintf("%s (p=%.2f)", verdict, p)
+}
+
 // findMax writes the bisection, when there was one.
 func (pg *page) findMax() {
 	w, rep := pg.w, pg.rep
@@ -374,12 +382,19 @@ func (pg *page) comparisons() {
 	if len(rep.Comparisons) > 0 {
 		pg.h("Builds compared with " + rep.Comparisons[0].Baseline)
 		t := NewTable(">target/s", "build", ">"+rep.Comparisons[0].Baseline+" cores", ">cores", ">change",
-			">CPU per envelope", ">change", ">p99 change", ">peak RSS change")
+			">CPU per envelope", ">change", "CPU per envelope: beyond noise?", ">p99 change", ">peak RSS change")
+		noise := false
 		for _, c := range rep.Comparisons {
 			t.Add(Num(c.Rate), c.Build, cores(c.BaseCores), cores(c.Cores), pct(c.CoresChange),
-				ms(c.MsPerEnv)+" ms", pct(c.MsPerEnvChange), pct(c.P99Change), pct(c.PeakRSSChange))
+				ms(c.MsPerEnv)+" ms", pct(c.MsPerEnvChange), noiseCell(c.MsPerEnvVerdict, c.MsPerEnvP), pct(c.P99Change), pct(c.PeakRSSChange))
+			noise = noise || c.MsPerEnvVerdict != ""
 		}
 		t.Write(w)
+		if noise {
+			fmt.Fprintf(w, "\nbeyond noise: lower or higher only when every round of one build is below every round of the other and, with 4 or more rounds each, the two-sided Mann–Whitney U test over the rounds gives p < 0.05 (with 3 rounds each its smallest p is 0.1, so the ranges decide); otherwise within noise. Needs %d or more rounds.\n", orchestrate.MinRoundsForNoise)
+		} else {
+			fmt.Fprintf(w, "\nWhether a change is beyond noise needs --rounds %d or more.\n", orchestrate.MinRoundsForNoise)
+		}
 	}
 }
 
