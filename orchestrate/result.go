@@ -26,6 +26,8 @@ type Report struct {
 	KeptUpWith map[string]float64 `json:"kept_up_with"`
 	Failed     int                `json:"failed_steps"`
 	Notes      []string           `json:"notes,omitempty"`
+	// Gate is the comparison with a baseline run's thresholds, when asked.
+	Gate *GateResult `json:"gate,omitempty"`
 }
 
 // Host describes the machine.

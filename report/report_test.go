@@ -443,6 +443,9 @@ func TestHeadlineCeiling(t *testing.T) {
 func TestTextOptionalSections(t *testing.T) {
 	rep := sample()
 	rep.Comparisons[0].MsPerEnvVerdict, rep.Comparisons[0].MsPerEnvP = orchestrate.ChangeWithinNoise, 0.7
+	th, _ := orchestrate.ParseThresholds("cpu_ms_per_envelope>+5%")
+	rep.Gate = &orchestrate.GateResult{Baseline: "old/results.json", Compared: 2, Missing: []float64{900},
+		Breaches: []orchestrate.Breach{{Threshold: th[0], Build: "today", Rate: 500, Baseline: 3, Value: 3.3, Change: 10}}}
 	st := rep.Steps[0]
 	st.Perf = &orchestrate.PerfRecord{File: "/tmp/relay-1.data", Event: "cpu-clock", CallGraph: "dwarf", Exit: "ok"}
 	st.Fault = &orchestrate.FaultSeen{Spec: "outage=10s", Summary: "outage for 10s: upstream answered envelope 503×42"}
@@ -465,6 +468,8 @@ func TestTextOptionalSections(t *testing.T) {
 		"0.42→1.37", "100.0 MiB", "recording the software event cpu-clock",
 		"PII canaries", "password=1", "public_note=50", "5,900", "a control it must leave alone",
 		"within noise (p=0.70)", "the two-sided Mann–Whitney U test",
+		"Against the baseline old/results.json", "1 of 2 checks crossed their threshold", "- today at 500/s: 3 → 3.3 (+10.0%), threshold cpu_ms_per_envelope>+5%",
+		"Not in the baseline, so not checked: 900.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)

@@ -283,7 +283,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, Headline(rep))
-	for _, section := range []func(){pg.perRate, pg.findMax, pg.comparisons, pg.steps, pg.outcomes, pg.statsd,
+	for _, section := range []func(){pg.perRate, pg.findMax, pg.comparisons, pg.gate, pg.steps, pg.outcomes, pg.statsd,
 		pg.canaries, pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
 		section()
 	}
@@ -342,6 +342,31 @@ func (pg *page) perRate() {
 		fmt.Fprint(w, " ±: half the spread (max−min) between rounds, in % of the median.")
 	}
 	fmt.Fprintln(w)
+}
+
+// gate writes the thresholds held against a baseline run.
+func (pg *page) gate() {
+	g := pg.rep.Gate
+	if g == nil {
+		return
+	}
+	pg.h("Against the baseline " + g.Baseline)
+	switch {
+	case len(g.Breaches) == 0:
+		fmt.Fprintf(pg.w, "No threshold crossed (%d checks).\n", g.Compared)
+	default:
+		fmt.Fprintf(pg.w, "%d of %d checks crossed their threshold:\n\n", len(g.Breaches), g.Compared)
+		for _, b := range g.Breaches {
+			fmt.Fprintln(pg.w, "- "+b.String())
+		}
+	}
+	if len(g.Missing) > 0 {
+		var rates []string
+		for _, r := range g.Missing {
+			rates = append(rates, rateCell(r))
+		}
+		fmt.Fprintf(pg.w, "\nNot in the baseline, so not checked: %s.\n", strings.Join(rates, ", "))
+	}
 }
 
 // noiseCell is a comparison's noise verdict with its p-value.

@@ -18,7 +18,7 @@ import (
 type options struct {
 	relayBin, relayName, rates, maxRSS, quotasFile, fault, relayConf string
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
-	statsdListen, mix, encoding, out                                 string
+	statsdListen, mix, encoding, out, baseline, failOn               string
 
 	concurrency, verifyN, rounds, userAgents, poolSize, projects, maxInflight int
 	seed                                                                      uint64
@@ -75,6 +75,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 0, "blast's per-request timeout (0: blast's default)")
 	fs.StringVar(&o.out, "out", "", "write results.json, results.csv, report.md and SVG charts into DIR")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's results.json to hold this one against (with --fail-on)")
+	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 if a figure changed against --baseline beyond a threshold: 'cpu_ms_per_envelope>+5%,p99>+20%,forwarded_rate<-5%'")
 	fs.Var(&o.compare, "compare", "other builds, NAME=BIN,…: run alternately with --relay-bin in every round, change in % reported")
 }
 
@@ -92,6 +94,7 @@ func flagNames() map[string]string {
 		"RelayLogLevel": "--relay-log-level", "Perf": "--perf", "CallGraph": "--call-graph", "StatsD": "--statsd",
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "VerifyEnvelopeEvery": "--verify-envelope-every", "WorkDir": "TMPDIR",
+		"Baseline": "--baseline", "FailOn": "--fail-on",
 	}
 }
 
@@ -136,6 +139,22 @@ func (o *options) config() (orchestrate.Config, error) {
 		return cfg, err
 	}
 	return cfg, o.specs(&cfg)
+}
+
+// gate reads --baseline and parses --fail-on (both or neither).
+func (o *options) gate() (*orchestrate.Report, []orchestrate.Threshold, error) {
+	if (o.baseline == "") != (o.failOn == "") {
+		return nil, nil, cli.Usagef("--baseline and --fail-on go together")
+	}
+	if o.baseline == "" {
+		return nil, nil, nil
+	}
+	ths, err := orchestrate.ParseThresholds(o.failOn)
+	if err != nil {
+		return nil, nil, err
+	}
+	base, err := orchestrate.ReadReport(o.baseline)
+	return base, ths, err
 }
 
 // rateList parses --rates.

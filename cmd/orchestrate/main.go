@@ -40,7 +40,7 @@ func main() {
 }
 
 const exitStatus = `
-Exit status: 0 all steps ran, 1 some step failed, 2 bad usage, 130 interrupted.
+Exit status: 0 all steps ran, 1 some step failed or a --fail-on threshold was crossed, 2 bad usage, 130 interrupted.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -59,8 +59,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	var cfg orchestrate.Config
+	var g gate
 	if err == nil {
 		cfg, err = o.config()
+	}
+	if err == nil {
+		g.base, g.thresholds, err = o.gate()
+		g.path = o.baseline
 	}
 	if err != nil {
 		return cli.Exit("orchestrate", err, stderr, flagNames())
@@ -68,12 +73,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !o.quiet {
 		cfg.Log = stderr
 	}
-	return sweep(cfg, o.out, o.quiet, stdout, stderr)
+	return sweep(cfg, g, o.out, o.quiet, stdout, stderr)
+}
+
+// gate is --baseline and --fail-on.
+type gate struct {
+	base       *orchestrate.Report
+	path       string
+	thresholds []orchestrate.Threshold
 }
 
 // sweep runs the sweep and writes its report; SIGINT/SIGTERM end it with a
 // partial report.
-func sweep(cfg orchestrate.Config, out string, quiet bool, stdout, stderr io.Writer) int {
+func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
@@ -82,6 +94,10 @@ func sweep(cfg orchestrate.Config, out string, quiet bool, stdout, stderr io.Wri
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}
 	stop() // a second Ctrl-C now kills at once
+	if g.base != nil && !rep.Interrupted {
+		res := orchestrate.Gate(rep, g.base, g.path, g.thresholds)
+		rep.Gate = &res
+	}
 	report.Text(stdout, rep)
 	if out != "" {
 		paths, werr := report.Write(out, rep)
@@ -99,6 +115,9 @@ func sweep(cfg orchestrate.Config, out string, quiet bool, stdout, stderr io.Wri
 		return cli.Interrupted
 	case rep.Failed > 0:
 		fmt.Fprintf(stderr, "orchestrate: %d step(s) failed\n", rep.Failed)
+		return cli.Failed
+	case rep.Gate != nil && len(rep.Gate.Breaches) > 0:
+		fmt.Fprintf(stderr, "orchestrate: %d threshold(s) crossed against %s\n", len(rep.Gate.Breaches), g.path)
 		return cli.Failed
 	}
 	return cli.OK

@@ -184,3 +184,57 @@ func TestPerfMissing(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestFailOn: --baseline with --fail-on exits 1 when a threshold is
+// crossed and 0 when none is, like a CI gate.
+func TestFailOn(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--rates", "200", "--duration", "1s", "--warmup", "200ms", "--idle", "0s", "--projects", "5", "--pool", "100", "--quiet"}
+	var stdout, stderr bytes.Buffer
+	if code := run(append(args, "--out", filepath.Join(dir, "base")), &stdout, &stderr); code != 0 {
+		t.Fatalf("baseline run: exit %d\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "base", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	point := rep["summary"].([]any)[0].(map[string]any)
+	write := func(name string, ms float64) string {
+		point["ms_per_envelope"] = ms
+		out, _ := json.Marshal(rep)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		ms       float64
+		code     int
+		contains string
+	}{
+		{"cheaper baseline", 1e-6, 1, "threshold(s) crossed"},
+		{"dearer baseline", 1e6, 0, ""},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		code := run(append(args, "--baseline", write(tc.name+".json", tc.ms), "--fail-on", "cpu_ms_per_envelope>+5%"), &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.contains) || !strings.Contains(stdout.String(), "Against the baseline") {
+			t.Errorf("%s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", tc.name, code, tc.code, stdout.String(), stderr.String())
+		}
+	}
+	stderr.Reset()
+	if code := run(append(args, "--fail-on", "p99>+20%"), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--baseline and --fail-on go together") {
+		t.Errorf("--fail-on alone: exit %d %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(append(args, "--baseline", filepath.Join(dir, "base", "results.json"), "--fail-on", "speed>+1%"), &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "--fail-on: \"speed>+1%\": unknown metric") {
+		t.Errorf("bad --fail-on: exit %d %q", code, stderr.String())
+	}
+}
