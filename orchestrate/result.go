@@ -134,7 +134,10 @@ type Step struct {
 	Fault          *FaultSeen           `json:"fault,omitempty"`
 	Perf           *PerfRecord          `json:"perf,omitempty"`
 
-	Verdict string   `json:"verdict"` // VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited, VerdictFailed
+	Verdict string `json:"verdict"` // VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited, VerdictFailed, VerdictInterrupted
+	// Partial: the run was interrupted during or after this step's blast;
+	// its figures are what was measured until then, and it has no verdict.
+	Partial bool     `json:"partial,omitempty"`
 	Reasons []string `json:"reasons,omitempty"`
 	// Notes are observations that do not change the verdict.
 	Notes []string `json:"notes,omitempty"`
@@ -394,8 +397,10 @@ type Point struct {
 	CoresSpread    float64 `json:"cores_spread_pct"`
 	MsPerEnvSpread float64 `json:"ms_per_envelope_spread_pct"`
 	KeptUp         int     `json:"kept_up"`
+	// Partial: the figures are an interrupted step's (no round finished).
+	Partial bool `json:"partial,omitempty"`
 	// KeptUpJudged: every round that could be judged kept up (harness-
-	// limited rounds are not judged), and at least one did.
+	// limited and interrupted rounds are not judged), and at least one did.
 	KeptUpJudged bool     `json:"kept_up_judged"`
 	Verdict      string   `json:"verdict"`
 	Reasons      []string `json:"reasons,omitempty"`

@@ -240,6 +240,10 @@ func (r *runner) step(ctx context.Context, rep *Report, b Build, round int, rate
 		defer r.cfg.onStep(st, true)
 	}
 	r.runStep(ctx, st, b)
+	if st.Verdict == VerdictInterrupted {
+		r.logf("  interrupted")
+		return st
+	}
 	if st.Failed {
 		rep.Failed++
 		r.logf("  FAILED: %s", st.Error)

@@ -232,6 +232,21 @@ func TestInterruptStopsEverything(t *testing.T) {
 			if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
 				t.Errorf("left behind: %v", ents)
 			}
+			// Interrupted mid-blast, the step keeps what it measured,
+			// marked partial, and nothing is judged from it.
+			last := rep.Steps[len(rep.Steps)-1]
+			if last.Verdict != VerdictInterrupted || last.Failed {
+				t.Errorf("last step: %s failed=%v", last.Verdict, last.Failed)
+			}
+			if last.Partial {
+				if last.Sent == 0 || len(last.Seconds) == 0 {
+					t.Errorf("partial step without figures: sent %d, %d seconds", last.Sent, len(last.Seconds))
+				}
+				if p := rep.Summary[len(rep.Summary)-1]; p.KeptUpJudged || p.AchievedRate == 0 && len(rep.Steps) == 1 {
+					t.Errorf("point from a partial step: %+v", p)
+				}
+			}
+			t.Logf("after %v: %d steps, last partial=%v sent %d", after, len(rep.Steps), last.Partial, last.Sent)
 		})
 	}
 }

@@ -110,6 +110,12 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	for _, ph := range s.phases() {
 		if err := ph.run(); err != nil {
 			s.fail(ph.name, err)
+			if ctx.Err() != nil && s.res != nil {
+				// Interrupted after blast ran: keep what was measured (the
+				// step is marked partial and judged by nobody).
+				s.collect()
+				st.Partial = true
+			}
 			return
 		}
 	}

@@ -79,8 +79,8 @@ func groupSteps(steps []*Step, builds []Build) (map[pointKey][]*Step, []pointKey
 	groups := map[pointKey][]*Step{}
 	var keys []pointKey
 	for _, st := range steps {
-		if st.Verdict == VerdictInterrupted {
-			continue
+		if st.Verdict == VerdictInterrupted && !st.Partial {
+			continue // nothing measured
 		}
 		k := pointKey{st.Build, st.Rate}
 		if _, ok := groups[k]; !ok {
@@ -106,12 +106,16 @@ func groupSteps(steps []*Step, builds []Build) (map[pointKey][]*Step, []pointKey
 // not keep up, and the common verdict.
 func newPoint(k pointKey, steps []*Step) *Point {
 	p := &Point{Build: k.build, Rate: k.rate}
-	var ok []*Step
+	var ok, partial []*Step
 	for _, st := range steps {
 		p.Runs++
 		if st.Failed {
 			p.Failed++
 			p.Reasons = append(p.Reasons, "failed: "+st.Error)
+			continue
+		}
+		if st.Partial {
+			partial = append(partial, st)
 			continue
 		}
 		ok = append(ok, st)
@@ -125,13 +129,18 @@ func newPoint(k pointKey, steps []*Step) *Point {
 			}
 		}
 	}
-	if len(ok) > 0 {
+	switch {
+	case len(ok) > 0:
 		p.fill(ok)
+	case len(partial) > 0: // what an interrupted step measured, as a last resort
+		p.fill(partial)
+		p.Partial = true
 	}
 	p.Verdict = pointVerdict(steps)
 	p.KeptUpJudged = p.KeptUp > 0
 	for _, st := range steps {
-		if st.Verdict != VerdictKeptUp && st.Verdict != VerdictHarnessLimited {
+		// Harness-limited and interrupted rounds are not judged.
+		if st.Verdict != VerdictKeptUp && st.Verdict != VerdictHarnessLimited && st.Verdict != VerdictInterrupted {
 			p.KeptUpJudged = false
 		}
 	}
@@ -190,7 +199,7 @@ func pointVerdict(steps []*Step) string {
 		return steps[0].Verdict
 	}
 	var parts []string
-	for _, v := range []string{VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited, VerdictFailed} {
+	for _, v := range []string{VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited, VerdictFailed, VerdictInterrupted} {
 		if n := count[v]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, v))
 		}

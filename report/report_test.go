@@ -659,3 +659,26 @@ func TestCanariesHarness(t *testing.T) {
 		t.Errorf("harness canaries:\n%s", out)
 	}
 }
+
+// TestInterruptedReport: an interrupted sweep's report shows what was
+// measured, marked partial, and draws no verdict from it.
+func TestInterruptedReport(t *testing.T) {
+	rep := &orchestrate.Report{Interrupted: true, Setup: orchestrate.Setup{Builds: []orchestrate.Build{{Name: "relay", Bin: "/r"}}, Rates: []float64{200}},
+		KeptUpWith: map[string]float64{},
+		Steps: []*orchestrate.Step{{Index: 1, Build: "relay", Rate: 200, Sent: 1200, OK: 1200, AchievedRate: 200, AcceptedRate: 200,
+			Verdict: orchestrate.VerdictInterrupted, Partial: true, Memory: orchestrate.Memory{PeakRSS: 150 << 20}}},
+		Summary: []*orchestrate.Point{{Build: "relay", Rate: 200, Runs: 1, AchievedRate: 200, AcceptedRate: 200, PeakRSS: 150 << 20,
+			Verdict: orchestrate.VerdictInterrupted, Partial: true}}}
+	var b bytes.Buffer
+	Text(&b, rep)
+	out := b.String()
+	for _, want := range []string{"INTERRUPTED: partial report", "relay: interrupted before any step was judged; no verdict",
+		"interrupted (partial: what was measured before the interrupt)", "150.0 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "did not keep up") {
+		t.Errorf("a verdict drawn from an interrupted step:\n%s", out)
+	}
+}

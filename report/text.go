@@ -52,6 +52,8 @@ func Headline(rep *orchestrate.Report) string {
 		switch {
 		case rate == 0 && len(rep.Steps) == 0:
 			line = name + ": nothing was measured."
+		case rate == 0 && rep.Interrupted && verdicts[orchestrate.VerdictKeptUp]+verdicts[orchestrate.VerdictFellBehind]+verdicts[orchestrate.VerdictHarnessLimited] == 0:
+			line = name + ": interrupted before any step was judged; no verdict. What was measured is below, marked partial."
 		case fm != nil && fm.KeptUp == 0 && fm.FellBehind == 0:
 			line = fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped)
 		case rate == 0 && steps > 0 && maxSteps == steps:
@@ -317,8 +319,12 @@ func (pg *page) perRate() {
 		}
 		target := maxTarget(rep, p)
 		senders = senders || p.Rate == orchestrate.RateMax
+		verdict := p.Verdict
+		if p.Partial {
+			verdict += " (partial: what was measured before the interrupt)"
+		}
 		row = append(row, target, Num(p.AchievedRate), Num(p.AcceptedRate), fwd, backlog, cu, ms(p.Latency.P50),
-			ms(p.Latency.P99), ms(p.Latency.Max), c, e, mb(p.PeakRSS), slope, p.Verdict)
+			ms(p.Latency.P99), ms(p.Latency.Max), c, e, mb(p.PeakRSS), slope, verdict)
 		t.Add(row...)
 	}
 	t.Write(w)
