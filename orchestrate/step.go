@@ -103,6 +103,9 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 			st.OutsideWindow = 100 * (1 - st.Elapsed.Seconds()/st.Took.Seconds())
 		}
 		st.LoadAvg[1] = relayproc.LoadAvg1()
+		if n := loadNote(st.LoadAvg, runtime.NumCPU()); n != "" {
+			st.Notes = append(st.Notes, n)
+		}
 		if ctx.Err() != nil && !st.Failed {
 			st.Verdict, st.Reasons = VerdictInterrupted, []string{"interrupted"}
 		}

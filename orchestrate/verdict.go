@@ -3,7 +3,6 @@ package orchestrate
 import (
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -107,10 +106,6 @@ func judge(st *Step, cfg Config, harness bool) {
 		st.Notes = append(st.Notes, fmt.Sprintf("%d PII canaries that Relay's default scrubbing must remove reached the upstream (%s)",
 			n, kvList(st.Upstream.Canaries.Leaks)))
 	}
-	if st.LoadAvg[0] > float64(runtime.NumCPU()) || st.LoadAvg[1] > float64(runtime.NumCPU()) {
-		st.Notes = append(st.Notes, fmt.Sprintf("the 1-minute load average was %.1f→%.1f on %d CPUs: more runnable threads than CPUs, so this step's figures are not comparable with a quiet machine's",
-			st.LoadAvg[0], st.LoadAvg[1], runtime.NumCPU()))
-	}
 	if st.CPU.HarnessShare > MaxHarnessShare {
 		st.Notes = append(st.Notes, fmt.Sprintf("the harness (blast, the fake upstream) used %.2f cores over the window, %.0f%% of Relay's %.2f: on one machine that is CPU Relay could not use",
 			st.CPU.HarnessCores, st.CPU.HarnessShare, st.CPU.LoadCores))
@@ -207,4 +202,14 @@ func kvList(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// loadNote is the note for a step during which the 1-minute load average
+// (before → after) exceeded the CPU count, or "".
+func loadNote(load [2]float64, cpus int) string {
+	if load[0] <= float64(cpus) && load[1] <= float64(cpus) {
+		return ""
+	}
+	return fmt.Sprintf("the 1-minute load average was %.1f→%.1f on %d CPUs: more runnable threads than CPUs, so this step's figures are not comparable with a quiet machine's",
+		load[0], load[1], cpus)
 }

@@ -682,3 +682,17 @@ func TestInterruptedReport(t *testing.T) {
 		t.Errorf("a verdict drawn from an interrupted step:\n%s", out)
 	}
 }
+
+// TestHeadlineHarnessCeiling: make demo bisects, and the headline gives the
+// harness's ceiling rather than the highest rate it happened to try.
+func TestHeadlineHarnessCeiling(t *testing.T) {
+	rep := &orchestrate.Report{Harness: true, Setup: orchestrate.Setup{Builds: []orchestrate.Build{{Name: "harness"}}, Rates: []float64{5000, 60000}, FindMax: true},
+		KeptUpWith: map[string]float64{"harness": 36000},
+		FindMax:    []orchestrate.FindMax{{Build: "harness", KeptUp: 36000, FellBehind: 39000, Probes: []float64{5000, 60000, 17000, 32000, 36000, 39000}}},
+		Steps:      []*orchestrate.Step{{Build: "harness", Rate: 36000, Verdict: orchestrate.VerdictKeptUp}},
+		Summary:    []*orchestrate.Point{{Build: "harness", Rate: 36000, AcceptedRate: 35990, Verdict: orchestrate.VerdictKeptUp, KeptUpJudged: true}}}
+	want := "The harness on its own moves about 35,990 envelopes per second (it fell behind at 39,000/s): the ceiling for any Relay measurement on this machine."
+	if h := Headline(rep); h != want {
+		t.Errorf("headline %q\nwant     %q", h, want)
+	}
+}

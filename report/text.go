@@ -66,6 +66,11 @@ func Headline(rep *orchestrate.Report) string {
 				verdicts[orchestrate.VerdictKeptUp], steps)
 		case rate == 0:
 			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, Num(lowestRate(rep)))
+		case rep.Harness && fm != nil && fm.FellBehind > 0:
+			line = fmt.Sprintf("The harness on its own moves about %s envelopes per second (it fell behind at %s/s): the ceiling for any Relay measurement on this machine.",
+				Num(best), Num(fm.FellBehind))
+		case rep.Harness && fm != nil && fm.Stopped == "":
+			line = fmt.Sprintf("The harness on its own moves at least %s envelopes per second, the upper bound of the search.", Num(best))
 		case rep.Harness:
 			line = fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", Num(best))
 		case fm != nil && fm.Stopped != "":

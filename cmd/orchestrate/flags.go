@@ -20,8 +20,8 @@ type options struct {
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
 	statsdListen, mix, encoding, out, baseline, failOn               string
 
-	concurrency, verifyN, rounds, userAgents, poolSize, projects, maxInflight int
-	seed                                                                      uint64
+	concurrency, verifyN, rounds, userAgents, poolSize, projects, maxInflight, probes int
+	seed                                                                              uint64
 
 	duration, warmup, idle, readyTO, shutTO, warmTO, drainTO, maxCatchUp, maxP99, timeout time.Duration
 
@@ -52,6 +52,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.drainTO, "drain-timeout", orchestrate.DefaultDrainTimeout, "bound on waiting for forwarding and outcomes to settle")
 	fs.IntVar(&o.rounds, "rounds", 1, "repeat the sweep, interleaved (every rate once, then again); medians and spread reported")
 	fs.BoolVar(&o.findMax, "find-max", false, "bisect between the two --rates for the highest rate Relay keeps up with")
+	fs.IntVar(&o.probes, "find-max-probes", orchestrate.DefaultFindMaxProbes, "steps --find-max may run at most")
 	fs.StringVar(&o.fault, "fault", "", "upstream fault in the measured window: outage=10s[:refuse|hang|unavailable], 429-storm[=10s], errors=10s[:STATUS[:SHARE]], latency=10s:DELAY; @START to place it")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, Relay logs)")
 	fs.StringVar(&o.relayConf, "relay-config", "", "YAML file merged into the generated config.yml (null removes a key)")
@@ -84,7 +85,7 @@ func (o *options) define(fs *flag.FlagSet) {
 // that a configuration error reads in the command line's words.
 func flagNames() map[string]string {
 	return map[string]string{
-		"Builds": "--relay-bin", "Rates": "--rates", "Rounds": "--rounds", "FindMax": "--find-max",
+		"Builds": "--relay-bin", "Rates": "--rates", "Rounds": "--rounds", "FindMax": "--find-max", "FindMaxProbes": "--find-max-probes",
 		"Concurrency": "--concurrency", "MaxRelayRSS": "--max-relay-rss", "Duration": "--duration", "Warmup": "--warmup",
 		"Idle": "--idle", "ReadyTimeout": "--ready-timeout", "ShutdownTimeout": "--shutdown-timeout",
 		"WarmupTimeout": "--warmup-timeout", "DrainTimeout": "--drain-timeout", "MaxP99": "--max-p99",
@@ -109,7 +110,7 @@ func (o *options) config() (orchestrate.Config, error) {
 		RelayCPUs: o.relayCPUs, HarnessCPUs: o.harnCPUs, RelayLogLevel: o.logLevel, StatsD: o.statsdAddr,
 		StatsDListen: o.statsdListen, StatsDMetrics: o.metrics, Keep: o.keep, MaxP99: o.maxP99,
 		MaxInflight: o.maxInflight, Timeout: o.timeout, Concurrency: o.concurrency, MaxCatchUp: o.maxCatchUp,
-		InboundFilters: o.inbound, VerifyEnvelopeEvery: o.verifyN,
+		InboundFilters: o.inbound, VerifyEnvelopeEvery: o.verifyN, FindMaxProbes: o.probes,
 	}
 	for _, d := range []struct {
 		name string
@@ -124,7 +125,7 @@ func (o *options) config() (orchestrate.Config, error) {
 		name   string
 		v, min int
 	}{{"--rounds", o.rounds, 1}, {"--concurrency", o.concurrency, 1}, {"--verify-envelope-every", o.verifyN, 1},
-		{"--user-agents", o.userAgents, 1}, {"--pool", o.poolSize, 1}, {"--projects", o.projects, 1}} {
+		{"--user-agents", o.userAgents, 1}, {"--pool", o.poolSize, 1}, {"--projects", o.projects, 1}, {"--find-max-probes", o.probes, 2}} {
 		if err := cli.AtLeast(n.name, n.v, n.min); err != nil {
 			return cfg, err
 		}
