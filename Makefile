@@ -8,7 +8,7 @@ FUZZTIME ?= 5s
 
 help:
 	@echo "make demo     the main job: a harness sweep (orchestrate without a Relay)"
-	@echo "make test     go test -race ./... (the test command CI runs)"
+	@echo "make test     go test -race -count=1 ./... (the test command CI runs, uncached)"
 	@echo "make interop  checks against Sentry's own code (pinned sentry-relay, sentry-sdk in a venv)"
 	@echo "make lint     gofmt and go vet"
 	@echo "make fuzz     a short smoke run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
@@ -24,7 +24,7 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 test:
-	$(GO) test -race -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 interop:
 	bash interop/run.sh

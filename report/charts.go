@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -70,7 +71,7 @@ func Charts(dir string, rep *orchestrate.Report) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, c.name)
-		if err := saveSVG(path, chartW, chartH, p.Draw); err != nil {
+		if err := saveSVG(path, chartW, chartH, func(dc draw.Canvas) { p.Draw(margin(dc)) }); err != nil {
 			return out, fmt.Errorf("report: %s: %w", c.name, err)
 		}
 		out = append(out, path)
@@ -82,7 +83,7 @@ func Charts(dir string, rep *orchestrate.Report) ([]string, error) {
 		err := saveSVG(path, stepW, stepH, func(dc draw.Canvas) {
 			t := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4),
 				PadLeft: vg.Points(4), PadRight: vg.Points(12), PadY: vg.Points(8)}
-			cs := plot.Align(panels, t, dc)
+			cs := plot.Align(panels, t, margin(dc))
 			for j := range panels {
 				panels[j][0].Draw(cs[j][0])
 			}
@@ -93,6 +94,32 @@ func Charts(dir string, rep *orchestrate.Report) ([]string, error) {
 		out = append(out, path)
 	}
 	return out, nil
+}
+
+// margin leaves room around a chart so that nothing is drawn at the
+// image's edge: the last tick label of the x axis ran off the canvas, and
+// the y axis's label touched its left edge.
+func margin(dc draw.Canvas) draw.Canvas {
+	return draw.Crop(dc, vg.Points(6), -vg.Points(22), vg.Points(6), -vg.Points(6))
+}
+
+// rateTicks are gonum's default ticks labelled with thousands separators:
+// "10,000" reads as ten thousand where "10000" was misread (and a font
+// without gonum's metrics once drew it as "1000").
+type rateTicks struct{ plot.DefaultTicks }
+
+// Ticks implements plot.Ticker.
+func (t rateTicks) Ticks(min, max float64) []plot.Tick {
+	ts := t.DefaultTicks.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label == "" {
+			continue
+		}
+		if v, err := strconv.ParseFloat(ts[i].Label, 64); err == nil && v == math.Trunc(v) {
+			ts[i].Label = Num(v)
+		}
+	}
+	return ts
 }
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -141,6 +168,7 @@ func addLinePoints(p *plot.Plot, xys plotter.XYs, c color.Color, shape draw.Glyp
 func cpuChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 	proc := who(rep)
 	p := newPlot(proc+" CPU against rate", "target envelopes per second", "cores (idle subtracted)")
+	p.X.Tick.Marker = rateTicks{}
 	any := false
 	for i, b := range rep.Setup.Builds {
 		xys := buildPoints(rep, b.Name, func(pt *orchestrate.Point) float64 { return pt.NetCores }, false)
@@ -185,6 +213,7 @@ func cpuChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 
 func latencyChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 	p := newPlot("Response latency against rate", "target envelopes per second", "milliseconds (log scale)")
+	p.X.Tick.Marker = rateTicks{}
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	multi := len(rep.Setup.Builds) > 1
