@@ -19,7 +19,10 @@
 //
 // Every bad request is answered with a 4xx JSON body {"detail", "causes"} and
 // counted by reason in Stats.Errors; unknown routes get 404 JSON; a panic in
-// a handler is recovered, counted and answered 500.
+// a handler is recovered, counted and answered 500. The routes are a chi
+// routing table (router.go). Server.HTTPServer is the http.Server to serve
+// Handler with: the timeouts and header cap cmd/fake-upstream and
+// orchestrate both use.
 //
 // # Envelope signatures
 //
