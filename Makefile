@@ -10,7 +10,7 @@ help:
 	@echo "make demo     the main job: a harness sweep (orchestrate without a Relay)"
 	@echo "make test     go test -race -count=1 ./... (the test command CI runs, uncached)"
 	@echo "make interop  checks against Sentry's own code (pinned sentry-relay, sentry-sdk in a venv)"
-	@echo "make lint     gofmt and go vet"
+	@echo "make lint     gofmt, go vet and go mod tidy -diff"
 	@echo "make fuzz     a short smoke run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make bench    Go benchmarks and side-by-side load benchmarks; installs vegeta v12.13.0 with go install"
 	@echo "              into a temp dir (needs the Go module proxy; VEGETA=path uses yours; if it fails, blast runs alone)"
@@ -24,7 +24,7 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 test:
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -parallel 4 -timeout 15m $(PKGS)
 
 interop:
 	bash interop/run.sh

@@ -133,6 +133,7 @@ func TestStandinSweep(t *testing.T) {
 }
 
 func TestRelayThatDoesNotStart(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := script(t, "echo 'error: could not load config: this relay is broken on purpose' >&2\nexit 3\n")
 	cfg := quick(100, 200)
 	cfg.Builds = []Build{{Name: "broken", Bin: bin}}
@@ -152,6 +153,7 @@ func TestRelayThatDoesNotStart(t *testing.T) {
 }
 
 func TestRelayNeverReady(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := script(t, "[ \"$1\" = --version ] && exit 1\necho 'starting but never listening' >&2\nexec sleep 30\n")
 	cfg := quick(100)
 	cfg.Builds = []Build{{Name: "stuck", Bin: bin}}
@@ -175,6 +177,7 @@ func TestRelayNeverReady(t *testing.T) {
 }
 
 func TestRelayKilledMidStep(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := standin(t)
 	marker := filepath.Join(t.TempDir(), "killed-once")
 	// The first Relay started is killed with SIGKILL 1.1 s in (during the
@@ -209,6 +212,7 @@ exit 137
 }
 
 func TestInterruptStopsEverything(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := standin(t)
 	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 2800 * time.Millisecond} {
 		t.Run(after.String(), func(t *testing.T) {
@@ -252,6 +256,7 @@ func TestInterruptStopsEverything(t *testing.T) {
 }
 
 func TestRoundsAndCompare(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := standin(t)
 	cfg := quick(50)
 	cfg.Duration = time.Second
@@ -283,6 +288,7 @@ func TestRoundsAndCompare(t *testing.T) {
 }
 
 func TestFaultOutage(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := standin(t)
 	for _, tc := range []struct{ spec, status, summary string }{
 		{"outage=1s@500ms", "503", "outage for 1s"},
@@ -509,6 +515,7 @@ func TestInterruptStopsPerf(t *testing.T) {
 // envelope 501 and never talks to the upstream. The warm-up gives up after
 // its bound and says so; the step still runs and is judged.
 func TestWarmupNeverCompletes(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
 	}
@@ -553,6 +560,7 @@ cd "$dir/../www" && exec python3 -m http.server --bind 127.0.0.1 "$port"
 // per envelope does not halve above capacity (it did when CPU was divided
 // by accepted envelopes).
 func TestStandinCapacityVerdict(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	const n = 100
 	bin := standin(t)
 	cfg := quick(n/2, 2*n)

@@ -167,6 +167,7 @@ func TestStepFail(t *testing.T) {
 // shutdown grace derived from its config, and that stop measures a clean
 // shutdown.
 func TestStepRelayPhases(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := standin(t)
 	cfg := quick(100)
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
@@ -206,6 +207,7 @@ func TestStepRelayPhases(t *testing.T) {
 // TestMaxRateStep runs closed-loop steps against the stand-in: one to the
 // end of its window, one stopped by the RSS bound at once.
 func TestMaxRateStep(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := standin(t)
 	cfg := quick(RateMax)
 	cfg.Concurrency = 4
