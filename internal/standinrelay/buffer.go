@@ -3,74 +3,52 @@ package standinrelay
 import (
 	"errors"
 	"sync"
-	"time"
-
-	"github.com/relayload/relayload/envelope"
 )
 
-// errBufferFull makes ingest answer 503, like Relay's full envelope buffer.
+// maxBuffered bounds the envelopes held (waiting for a config, ready, or
+// being processed). Relay answers 503 when its envelope buffer has no
+// capacity (relay-server/src/services/buffer/mod.rs, try_push; in memory
+// that is a memory bound). The stand-in's bound is a count: above
+// standin.capacity, 10,000 mixed envelopes of relayload's pool hold
+// ~150 MB.
+const maxBuffered = 10_000
+
+// errBufferFull makes ingest answer 503.
 var errBufferFull = errors.New("envelope buffer full")
 
-// requestMeta is what Relay keeps from the SDK's HTTP request.
-type requestMeta struct {
-	client       string // sentry_client
-	version      string // sentry_version
-	userAgent    string
-	forwardedFor string
-	origin       string
-	received     time.Time
-}
-
-// job is one accepted envelope waiting to be processed.
+// job is one accepted envelope.
 type job struct {
-	key       string
-	projectID int64 // from the URL
-	env       *envelope.Envelope
-	size      int // decoded bytes held
-	meta      requestMeta
+	key  string
+	body []byte // decoded envelope, as forwarded
 }
 
-// buffer holds accepted envelopes, bounded in count and bytes. Envelopes of
-// projects whose config (or the global config) has not arrived wait per key;
-// the others are ready for the processing workers.
+// buffer holds accepted envelopes. Those of keys whose project config (or
+// the global config) has not arrived wait per key; the others are ready
+// for the processing workers.
 type buffer struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	waiting  map[string][]*job
-	ready    []*job
-	head     int
-	count    int
-	bytes    int64
-	busy     int // popped, not yet done
-	closed   bool
-	maxCount int
-	maxBytes int64
-	// peakCount and peakBytes are the highest count and bytes held.
-	peakCount int
-	peakBytes int64
+	mu      sync.Mutex
+	cond    *sync.Cond
+	waiting map[string][]*job
+	ready   []*job
+	held    int // waiting + ready + being processed
+	closed  bool
 }
 
-func newBuffer(maxCount int, maxBytes int64) *buffer {
-	b := &buffer{waiting: map[string][]*job{}, maxCount: maxCount, maxBytes: maxBytes}
+func newBuffer() *buffer {
+	b := &buffer{waiting: map[string][]*job{}}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }
 
-// push adds j. isReady is evaluated under the buffer lock so that a
-// concurrent release for the same key cannot be missed.
+// push adds j. isReady is evaluated under the buffer's lock, so that a
+// release for the same key cannot slip in between.
 func (b *buffer) push(j *job, isReady func(key string) bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.closed || b.held >= maxBuffered {
 		return errBufferFull
 	}
-	if b.count+1 > b.maxCount || b.bytes+int64(j.size) > b.maxBytes {
-		return errBufferFull
-	}
-	b.count++
-	b.bytes += int64(j.size)
-	b.peakCount = max(b.peakCount, b.count)
-	b.peakBytes = max(b.peakBytes, b.bytes)
+	b.held++
 	if isReady(j.key) {
 		b.ready = append(b.ready, j)
 		b.cond.Signal()
@@ -80,23 +58,17 @@ func (b *buffer) push(j *job, isReady func(key string) bool) error {
 	return nil
 }
 
-// release moves the key's waiting envelopes to the ready queue.
+// release makes key's waiting envelopes ready.
 func (b *buffer) release(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if js := b.waiting[key]; len(js) > 0 {
-		b.ready = append(b.ready, js...)
-		delete(b.waiting, key)
-		b.cond.Broadcast()
-	}
+	b.releaseWhere(func(k string) bool { return k == key })
 }
 
-// releaseWhere moves every waiting key for which isReady holds.
-func (b *buffer) releaseWhere(isReady func(key string) bool) {
+// releaseWhere makes the waiting envelopes of every key ok accepts ready.
+func (b *buffer) releaseWhere(ok func(key string) bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k, js := range b.waiting {
-		if isReady(k) {
+		if ok(k) {
 			b.ready = append(b.ready, js...)
 			delete(b.waiting, k)
 		}
@@ -104,94 +76,49 @@ func (b *buffer) releaseWhere(isReady func(key string) bool) {
 	b.cond.Broadcast()
 }
 
-// drop removes and returns the key's waiting envelopes.
-func (b *buffer) drop(key string) []*job {
+// drop discards key's waiting envelopes and returns how many there were.
+func (b *buffer) drop(key string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	js := b.waiting[key]
+	n := len(b.waiting[key])
 	delete(b.waiting, key)
-	for _, j := range js {
-		b.count--
-		b.bytes -= int64(j.size)
-	}
-	return js
+	b.held -= n
+	return n
 }
 
-// pop blocks for a ready envelope; ok is false once the buffer is closed
-// and nothing is ready.
-func (b *buffer) pop() (*job, bool) {
+// pop blocks for a ready envelope; ok is false once the buffer is closed.
+func (b *buffer) pop() (j *job, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.head == len(b.ready) && !b.closed {
+	for len(b.ready) == 0 && !b.closed {
 		b.cond.Wait()
 	}
-	if b.head == len(b.ready) {
+	if b.closed {
 		return nil, false
 	}
-	j := b.ready[b.head]
-	b.ready[b.head] = nil
-	b.head++
-	if b.head == len(b.ready) {
-		b.ready, b.head = b.ready[:0], 0
-	} else if b.head > 1024 && b.head*2 > len(b.ready) {
-		n := copy(b.ready, b.ready[b.head:])
-		clear(b.ready[n:])
-		b.ready, b.head = b.ready[:n], 0
-	}
-	b.busy++
+	j, b.ready[0] = b.ready[0], nil
+	b.ready = b.ready[1:]
 	return j, true
 }
 
 // done marks a popped envelope as handled.
-func (b *buffer) done(j *job) {
+func (b *buffer) done() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.busy--
-	b.count--
-	b.bytes -= int64(j.size)
-	b.cond.Broadcast()
+	b.held--
+	b.mu.Unlock()
 }
 
-// full reports whether the buffer is at its count or byte bound.
-func (b *buffer) full() bool {
+// len is the number of envelopes held.
+func (b *buffer) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.count >= b.maxCount || b.bytes >= b.maxBytes
+	return b.held
 }
 
-// len returns the envelopes held (waiting, ready or being processed) and
-// how many of them are waiting for a config.
-func (b *buffer) len() (held, waiting int) {
+// close wakes the workers, which then stop; what is held is dropped.
+func (b *buffer) close() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, js := range b.waiting {
-		waiting += len(js)
-	}
-	return b.count, waiting
-}
-
-// peak returns the highest count and bytes held since the start.
-func (b *buffer) peak() (int, int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.peakCount, b.peakBytes
-}
-
-// close wakes the workers; they exit once the ready queue is empty.
-// Envelopes still waiting are returned (they are lost).
-func (b *buffer) close() []*job {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.closed = true
-	var lost []*job
-	for k, js := range b.waiting {
-		lost = append(lost, js...)
-		delete(b.waiting, k)
-	}
-	for _, j := range lost {
-		b.count--
-		b.bytes -= int64(j.size)
-	}
 	b.cond.Broadcast()
-	return lost
+	b.mu.Unlock()
 }

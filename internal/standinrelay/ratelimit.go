@@ -9,183 +9,104 @@ import (
 	"time"
 )
 
-// maxRateLimitScopes bounds the rate-limit cache.
-const maxRateLimitScopes = 10_000
-
-// maxRetryAfter caps a limit's duration (guards against overflow).
-const maxRetryAfter = 30 * 24 * time.Hour
-
-func retryDuration(secs float64) time.Duration {
-	if secs*float64(time.Second) >= float64(maxRetryAfter) {
-		return maxRetryAfter
-	}
-	return time.Duration(math.Ceil(secs)) * time.Second
-}
-
-// rateLimit is one active limit learned from the upstream's 429.
+// rateLimit is one limit learned from an upstream 429.
 type rateLimit struct {
-	categories []string // data category names; empty = all
-	scope      string   // organization | project | key
-	reason     string   // reason code ("" = none)
+	categories []string // data categories; none: all
 	until      time.Time
 }
 
-func (l rateLimit) covers(category string) bool {
-	return len(l.categories) == 0 || containsString(l.categories, category)
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// parseRateLimits reads X-Sentry-Rate-Limits
-// ("60:error;transaction:project:rate_limited, 10::key:generic"); without
-// that header Retry-After gives one key-scoped limit on all categories with
-// reason "generic"; without either, 60 s (Relay's default).
+// parseRateLimits reads a 429's X-Sentry-Rate-Limits
+// ("60:error;transaction:organization:reason, …"; invalid parts skipped),
+// or without one a limit on all categories for Retry-After seconds (0 when
+// absent), like Relay's UpstreamRateLimits::scope
+// (relay-server/src/services/upstream.rs, utils/rate_limits.rs). Scopes
+// and reasons are not kept: Relay merges a 429's limits into the rate
+// limits of the one project whose envelope got it.
 func parseRateLimits(header, retryAfter string, now time.Time) []rateLimit {
 	var out []rateLimit
 	for part := range strings.SplitSeq(header, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		f := strings.Split(part, ":")
+		f := strings.Split(strings.TrimSpace(part), ":")
 		secs, err := strconv.ParseFloat(f[0], 64)
-		if err != nil || secs < 0 || math.IsNaN(secs) {
+		if err != nil || !(secs >= 0) {
 			continue
 		}
-		l := rateLimit{scope: "organization", until: now.Add(retryDuration(secs))}
-		if len(f) > 1 && f[1] != "" {
+		l := rateLimit{until: now.Add(seconds(secs))}
+		if len(f) > 1 {
 			for c := range strings.SplitSeq(f[1], ";") {
-				if c = strings.TrimSpace(c); c != "" {
+				if c != "" {
 					l.categories = append(l.categories, c)
 				}
 			}
-		}
-		if len(f) > 2 && f[2] != "" {
-			l.scope = f[2]
-		}
-		if len(f) > 3 {
-			l.reason = f[3]
 		}
 		out = append(out, l)
 	}
 	if len(out) > 0 {
 		return out
 	}
-	secs := 60.0
-	if v, err := strconv.ParseFloat(strings.TrimSpace(retryAfter), 64); err == nil && v >= 0 && !math.IsNaN(v) {
-		secs = v
+	secs, err := strconv.ParseFloat(strings.TrimSpace(retryAfter), 64)
+	if err != nil || !(secs >= 0) {
+		secs = 0
 	}
-	return []rateLimit{{scope: "key", reason: "generic", until: now.Add(retryDuration(secs))}}
+	return []rateLimit{{until: now.Add(seconds(secs))}}
 }
 
-// scoping identifies who a limit applies to.
-type scoping struct {
-	orgID, projectID int64
-	key              string
+// seconds is s whole seconds, rounded up, at most a day.
+func seconds(s float64) time.Duration {
+	return time.Duration(math.Ceil(min(s, 86400))) * time.Second
 }
 
-func (s scoping) scopeID(scope string) string {
-	switch scope {
-	case "organization":
-		return "o" + strconv.FormatInt(s.orgID, 10)
-	case "project":
-		return "p" + strconv.FormatInt(s.projectID, 10)
-	default:
-		return "k" + s.key
+// itemCategory is the data category a rate limit names for an item type
+// of relayload's traffic (other items are limited only by limits on all
+// categories).
+func itemCategory(typ string) string {
+	switch typ {
+	case "event":
+		return "error"
+	case "transaction":
+		return "transaction"
+	case "session", "sessions":
+		return "session"
+	case "check_in":
+		return "monitor"
+	case "log":
+		return "log_item"
 	}
+	return ""
 }
 
-// rateLimits caches active limits per scope.
+// rateLimits holds the active limits per project key.
 type rateLimits struct {
-	mu      sync.Mutex
-	byScope map[string][]rateLimit
+	mu    sync.Mutex
+	byKey map[string][]rateLimit
 }
 
-func newRateLimits() *rateLimits { return &rateLimits{byScope: map[string][]rateLimit{}} }
-
-func (rl *rateLimits) add(s scoping, limits []rateLimit, now time.Time) {
+func (rl *rateLimits) add(key string, ls []rateLimit) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
-	if len(rl.byScope) >= maxRateLimitScopes {
-		rl.expireLocked(now)
+	if rl.byKey == nil {
+		rl.byKey = map[string][]rateLimit{}
 	}
-	for _, l := range limits {
-		id := s.scopeID(l.scope)
-		if _, ok := rl.byScope[id]; !ok && len(rl.byScope) >= maxRateLimitScopes {
-			continue
-		}
-		kept := rl.byScope[id][:0]
-		for _, old := range rl.byScope[id] {
-			if old.until.After(now) && !(slices.Equal(old.categories, l.categories) && old.reason == l.reason) {
-				kept = append(kept, old)
-			}
-		}
-		rl.byScope[id] = append(kept, l)
-	}
+	rl.byKey[key] = append(rl.byKey[key], ls...)
 }
 
-func (rl *rateLimits) expireLocked(now time.Time) {
-	for id, ls := range rl.byScope {
-		kept := ls[:0]
-		for _, l := range ls {
-			if l.until.After(now) {
-				kept = append(kept, l)
-			}
-		}
-		if len(kept) == 0 {
-			delete(rl.byScope, id)
-		} else {
-			rl.byScope[id] = kept
-		}
-	}
-}
-
-// check returns the longest active limit covering category for s.
-func (rl *rateLimits) check(s scoping, category string, now time.Time) (rateLimit, bool) {
+// check reports whether an item of type typ for key is limited now, and
+// until when.
+func (rl *rateLimits) check(key, typ string, now time.Time) (time.Time, bool) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
-	if len(rl.byScope) == 0 {
-		return rateLimit{}, false
+	if len(rl.byKey[key]) == 0 {
+		return time.Time{}, false
 	}
-	var best rateLimit
-	found := false
-	for _, scope := range [...]string{"organization", "project", "key"} {
-		for _, l := range rl.byScope[s.scopeID(scope)] {
-			if l.scope == scope && l.until.After(now) && l.covers(category) && (!found || l.until.After(best.until)) {
-				best, found = l, true
+	ls := slices.DeleteFunc(rl.byKey[key], func(l rateLimit) bool { return !l.until.After(now) })
+	rl.byKey[key] = ls
+	var until time.Time
+	cat := itemCategory(typ)
+	for _, l := range ls {
+		if len(l.categories) == 0 || cat != "" && slices.Contains(l.categories, cat) {
+			if l.until.After(until) {
+				until = l.until
 			}
 		}
 	}
-	return best, found
-}
-
-// formatRateLimits renders limits for X-Sentry-Rate-Limits and returns the
-// longest remaining time in whole seconds for Retry-After.
-func formatRateLimits(limits []rateLimit, now time.Time) (header string, retryAfter int64) {
-	var sb strings.Builder
-	for i, l := range limits {
-		secs := int64(math.Ceil(l.until.Sub(now).Seconds()))
-		secs = max(secs, 1)
-		retryAfter = max(retryAfter, secs)
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(strconv.FormatInt(secs, 10))
-		sb.WriteByte(':')
-		sb.WriteString(strings.Join(l.categories, ";"))
-		sb.WriteByte(':')
-		sb.WriteString(l.scope)
-		if l.reason != "" {
-			sb.WriteByte(':')
-			sb.WriteString(l.reason)
-		}
-	}
-	return sb.String(), retryAfter
+	return until, !until.IsZero()
 }

@@ -3,33 +3,35 @@ package standinrelay
 import (
 	"context"
 	"net"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
 
-// maxDatagram is the largest StatsD datagram sent; several lines share one,
-// as Relay's cadence sink does.
-const maxDatagram = 512
+// statsdFlush is how often the stand-in sends its metrics. (Relay 26.4.0
+// aggregates for 10 s before it sends: relay-statsd/src/lib.rs,
+// AggregationMode::Aggressive. The stand-in sends promptly so that a test
+// step's short drain sees them.)
+const statsdFlush = 100 * time.Millisecond
 
-// maxPendingLines bounds the timer lines held between flushes; beyond it new
-// timer samples are dropped (counted in Stats.StatsdDropped).
-const maxPendingLines = 4096
+// maxDatagram bounds a StatsD datagram (Relay 26.4.0's were up to 1,432 B).
+const maxDatagram = 1432
 
-// statsd emits DogStatsD lines (name:value|type|#tag:value,...) over UDP.
-// Counters are summed per flush period; timers are sent sample by sample.
-// A nil *statsd is a valid no-op.
+// statsd sends the two metrics the stand-in has, in Relay 26.4.0's
+// DogStatsD form (seen with a UDP listener as metrics.statsd):
+//
+//	sentry.relay.event.accepted:4|c|#handling:success
+//	sentry.relay.event.processing_time:5.10413:0.565192|d|@1.0|#group:error
+//
+// without the group tag (the stand-in has no processing groups). A nil
+// *statsd does nothing.
 type statsd struct {
 	conn   net.Conn
 	prefix string
 
 	mu       sync.Mutex
-	counters map[metricKey]int64
-	gauges   map[metricKey]float64
-	lines    []string
-	dropped  int64
+	accepted int64
+	times    []byte // packed ":value" of event.processing_time since the last flush
 }
 
 func newStatsd(addr, prefix string) (*statsd, error) {
@@ -37,82 +39,39 @@ func newStatsd(addr, prefix string) (*statsd, error) {
 	if err != nil {
 		return nil, err
 	}
-	if prefix != "" && !strings.HasSuffix(prefix, ".") {
+	if prefix != "" {
 		prefix += "."
 	}
-	return &statsd{conn: conn, prefix: prefix, counters: map[metricKey]int64{}, gauges: map[metricKey]float64{}}, nil
+	return &statsd{conn: conn, prefix: prefix}, nil
 }
 
-// metricKey identifies an aggregated counter or gauge.
-type metricKey struct{ name, tags string }
-
-// tagReplacer keeps tag text (e.g. reasons from SDK client reports) from
-// breaking the line format.
-var tagReplacer = strings.NewReplacer(",", "_", "|", "_", "#", "_", "\n", "_", "@", "_")
-
-func formatTags(tags []string) string {
-	if len(tags) == 0 {
-		return ""
-	}
-	clean := make([]string, len(tags))
-	for i, t := range tags {
-		clean[i] = tagReplacer.Replace(t)
-	}
-	return "|#" + strings.Join(clean, ",")
-}
-
-// Count adds n to a counter. tags are "key:value" strings.
-func (s *statsd) Count(name string, n int64, tags ...string) {
+// addAccepted adds n to event.accepted.
+func (s *statsd) addAccepted(n int64) {
 	if s == nil {
 		return
 	}
-	k := metricKey{name, formatTags(tags)}
 	s.mu.Lock()
-	if _, ok := s.counters[k]; ok || len(s.counters) < maxPendingLines {
-		s.counters[k] += n
-	} else {
-		s.dropped++
-	}
+	s.accepted += n
 	s.mu.Unlock()
 }
 
-// Gauge sets a gauge.
-func (s *statsd) Gauge(name string, v float64, tags ...string) {
+// addProcessingTime records one event.processing_time, in milliseconds.
+func (s *statsd) addProcessingTime(d time.Duration) {
 	if s == nil {
 		return
 	}
-	k := metricKey{name, formatTags(tags)}
 	s.mu.Lock()
-	if _, ok := s.gauges[k]; ok || len(s.gauges) < maxPendingLines {
-		s.gauges[k] = v
-	} else {
-		s.dropped++
-	}
+	s.times = append(s.times, ':')
+	s.times = strconv.AppendFloat(s.times, float64(d.Nanoseconds())/1e6, 'f', 6, 64)
 	s.mu.Unlock()
 }
 
-// Timing records one timer sample in milliseconds.
-func (s *statsd) Timing(name string, d time.Duration, tags ...string) {
+// run flushes every statsdFlush until ctx ends, then once more.
+func (s *statsd) run(ctx context.Context) {
 	if s == nil {
 		return
 	}
-	ms := strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', -1, 64)
-	line := s.prefix + name + ":" + ms + "|ms" + formatTags(tags)
-	s.mu.Lock()
-	if len(s.lines) < maxPendingLines {
-		s.lines = append(s.lines, line)
-	} else {
-		s.dropped++
-	}
-	s.mu.Unlock()
-}
-
-// run flushes every interval until ctx ends, then once more.
-func (s *statsd) run(ctx context.Context, interval time.Duration) {
-	if s == nil {
-		return
-	}
-	t := time.NewTicker(interval)
+	t := time.NewTicker(statsdFlush)
 	defer t.Stop()
 	for {
 		select {
@@ -128,35 +87,23 @@ func (s *statsd) run(ctx context.Context, interval time.Duration) {
 
 func (s *statsd) flush() {
 	s.mu.Lock()
-	lines := s.lines
-	s.lines = nil
-	counters, gauges := s.counters, s.gauges
-	s.counters, s.gauges = map[metricKey]int64{}, map[metricKey]float64{}
+	accepted, times := s.accepted, s.times
+	s.accepted, s.times = 0, nil
 	s.mu.Unlock()
-	keys := make([]string, 0, len(counters)+len(gauges))
-	for k, v := range counters {
-		keys = append(keys, s.prefix+k.name+":"+strconv.FormatInt(v, 10)+"|c"+k.tags)
+	if accepted > 0 {
+		_, _ = s.conn.Write([]byte(s.prefix + "event.accepted:" + strconv.FormatInt(accepted, 10) + "|c|#handling:success"))
 	}
-	for k, v := range gauges {
-		keys = append(keys, s.prefix+k.name+":"+strconv.FormatFloat(v, 'f', -1, 64)+"|g"+k.tags)
-	}
-	sort.Strings(keys)
-	lines = append(lines, keys...)
-	var buf []byte
-	for _, l := range lines {
-		if len(l) > maxDatagram {
-			continue
+	name := s.prefix + "event.processing_time"
+	for len(times) > 0 {
+		// Pack as many values as fit in one datagram, at a ':' boundary.
+		n := len(times)
+		if room := maxDatagram - len(name) - len("|d|@1.0"); n > room {
+			n = room
+			for times[n] != ':' {
+				n--
+			}
 		}
-		if len(buf) > 0 && len(buf)+1+len(l) > maxDatagram {
-			_, _ = s.conn.Write(buf)
-			buf = buf[:0]
-		}
-		if len(buf) > 0 {
-			buf = append(buf, '\n')
-		}
-		buf = append(buf, l...)
-	}
-	if len(buf) > 0 {
-		_, _ = s.conn.Write(buf)
+		_, _ = s.conn.Write([]byte(name + string(times[:n]) + "|d|@1.0"))
+		times = times[n:]
 	}
 }

@@ -5,8 +5,8 @@
 //	standin-relay --version
 //
 // DIR holds config.yml (Relay's keys, managed mode only) and credentials.json.
-// SIGTERM or SIGINT shuts it down gracefully (limits.shutdown_timeout); a
-// second signal exits at once.
+// As Relay 26.4.0 does, SIGTERM stops it after limits.shutdown_timeout, and
+// SIGINT, or a second SIGTERM, exits at once (status 0 in every case).
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -73,16 +74,24 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "standin-relay: managed mode needs credentials:", err)
 		return 2
 	}
-	log := standinrelay.NewLogger(stderr, cfg.LogLevel)
-	relay, err := standinrelay.New(cfg, creds, log)
+	logger := log.New(stderr, "standin-relay: ", log.LstdFlags|log.Lmicroseconds|log.LUTC)
+	relay, err := standinrelay.New(cfg, creds, logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "standin-relay:", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
-		<-ctx.Done()
-		stop() // a second signal terminates the process
+		for sig := range sigs {
+			if sig == syscall.SIGINT || ctx.Err() != nil {
+				logger.Printf("%v received, exiting", sig)
+				os.Exit(0)
+			}
+			logger.Printf("%v received", sig)
+			cancel()
+		}
 	}()
 	if err := relay.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "standin-relay:", err)
