@@ -1,120 +1,136 @@
 // Package standinrelay is a stand-in for Sentry's Relay, used only by
-// relayload's tests. It is a test fixture, not Relay: no Relay binary can be
-// built on the machines these tests run on, so orchestrate's end-to-end tests
-// drive this instead (built as internal/cmd/standin-relay and started like
-// Relay: standin-relay -c DIR run).
+// relayload's tests. It is a test fixture, not Relay, and must never be
+// presented as Relay: no Relay can be built where these tests run, so
+// orchestrate's end-to-end tests drive this instead (built as
+// internal/cmd/standin-relay, started like Relay: standin-relay -c DIR run;
+// its --version says "test fixture, not Relay").
 //
-// What it does the way a managed, non-processing Relay 26.6 does
-// (docs/protocol.md):
-//   - registration: signed challenge/response, X-Sentry-Relay-Id, retry with
-//     Relay's backoff (1 s ×1.5, capped at http.max_retry_interval),
-//     re-authentication every http.auth_interval, 403 {"relay":"stop"} as a
-//     permanent denial; no other upstream traffic before registration;
-//   - the global config poll; nothing is processed before one ready global
-//     config arrived (envelopes wait in a bounded buffer);
-//   - v3 project configs: debounced batches (cache.batch_interval,
-//     cache.batch_size, limits.max_concurrent_queries), revisions, pending
-//     (re-asked, disabled after limits.query_timeout), unchanged, null /
-//     missing / disabled:true as disabled, refetch after cache.project_expiry,
-//     eviction after expiry + grace period;
-//   - the SDK ingest endpoint POST /api/{id}/envelope/ with Relay's auth
-//     sources, Content-Encoding, framing, size limits and status codes;
-//   - cached upstream rate limits (429 with X-Sentry-Rate-Limits or
-//     Retry-After) answered with 429 and rate_limited outcomes;
-//   - forwarding split by processing group, with a rewritten envelope header,
-//     http.encoding bodies, X-Sentry-Auth, and a signature over empty data;
-//     retries on network errors and 502/503/504, other failures dropped as
-//     received; at most limits.max_concurrent_requests in flight; outage
-//     mode after http.outage_grace_period of network errors (upstream
-//     traffic pauses, GET /api/0/relays/live/ polled with backoff);
-//   - outcomes as 26.6+ c:outcomes/… metric buckets (emit_outcomes: true) or
-//     as client reports (as_client_reports), aggregated per bucket interval;
-//   - readiness and liveness endpoints, StatsD metrics, graceful shutdown
-//     within limits.shutdown_timeout.
+// It models only what the tests outside this package need, and only
+// behaviour a real Relay 26.4.0 was seen to have. "Seen" below names the
+// command that showed it, run on this 2-core VM against the fake upstream,
+// or the Relay source that does it (github.com/getsentry/relay at tag
+// 26.4.0).
 //
-// What it deliberately does not do:
-//   - Relay's normalization and PII engine. Events, transactions and log
-//     containers get a JSON round trip and a small scrubbing pass (the
-//     password rule on keys and values, session cookies, card/IBAN/SSN/PEM/
-//     URL-password masks, logentry and log-body replacements, _meta remarks):
-//     enough to remove relayload's canaries and to cost real, deterministic
-//     CPU. Its CPU figures say nothing about Relay's.
-//   - inbound filters, dynamic sampling, project quotas, metric extraction
-//     (no transaction or session metrics are sent), metrics aggregation of
-//     SDK metric items (forwarded as they came), spans, replays beyond
-//     pass-through, attachments beyond pass-through;
-//   - global metrics, legacy (≤ 26.5) HTTP outcomes, the disk spool,
-//     memory-based health; registration is not paused by outage mode;
-//   - other ingest routes (store, minidump, security, OTLP, …), downstream
-//     relays, the public-keys endpoint;
-//   - readiness is computed on every request instead of every 3 s.
-//
-// Durations read from config.yml may be fractional (tests use 0.1 s
-// intervals); a real Relay wants whole seconds (milliseconds for
-// cache.batch_interval). An extra "standin" section (ignored by Relay)
-// bounds the envelope buffer, standin.max_buffered_envelopes (10 000) and
-// standin.max_buffered_bytes (256 MiB), and sets standin.capacity (below).
+//   - Registration: a signed challenge and response, retried with Relay's
+//     backoff (1 s, ×1.5, capped at http.max_retry_interval); nothing else
+//     goes upstream before it succeeds. Readiness (GET /api/relay/
+//     healthcheck/ready/) is 503 until then, 200 after. Seen: a Relay
+//     started by hand against fake-upstream --latency register_challenge=2s,
+//     polled every 250 ms: 503 and no config request for 2 s, then 200 with
+//     one registration and the first config request; Relay source: relay-
+//     server/src/services/upstream.rs (UpstreamBroker::next_request waits
+//     for authentication), services/health_check.rs (the auth probe),
+//     utils/retry.rs. Relay also reports unready when memory or its buffer
+//     is exhausted; the stand-in does not.
+//   - The global config, asked for every cache.global_config_fetch_interval;
+//     nothing is processed before a ready one arrived. Seen: against
+//     fake-upstream --global-pending an envelope was answered 200 and held;
+//     after the pending fault was cleared it was forwarded once the next
+//     global request, 10 s after the first, brought a ready config
+//     (relay.log: "global config from upstream is not yet ready", then
+//     "received global config from upstream").
+//   - Project configs (v3): the keys first seen within cache.batch_interval
+//     go in one request (at most 500 keys); pending keys are asked for
+//     again in the next batch; null, missing or disabled: true disable the
+//     key: its held envelopes are dropped and later ones answered 403. A
+//     config is fetched once and kept. Seen: orchestrate's warm-up against
+//     Relay (10 projects: 1 project-config request, 10 keys served, 10
+//     envelopes forwarded in 152 ms); Relay source: services/projects/
+//     source/upstream.rs (batches, pending), services/projects/cache/
+//     project.rs (check_envelope: a disabled project's envelope rejected,
+//     403 in endpoints/common.rs).
+//   - Ingest, POST /api/{project_id}/envelope/ with X-Sentry-Auth and any
+//     Content-Encoding relayload sends: answered 200 {"id": …} at once (the
+//     header's event_id; {} without one, where Relay makes one up); the
+//     envelope is held until its project config and the global config are
+//     there. Above maxBuffered (10,000) envelopes held it answers 503, as
+//     Relay does when its buffer has no capacity (services/buffer/mod.rs,
+//     try_push); Relay's bound is memory, not a count.
+//   - Forwarding: each envelope as it came, compressed with http.encoding
+//     (zstd), with X-Sentry-Auth, X-Sentry-Relay-Id and a signature over
+//     empty data, at most limits.max_concurrent_requests in flight. Seen:
+//     orchestrate --relay-bin $RELAY_BIN --rates 100 --duration 5s: 700
+//     envelopes forwarded, gap 0, every signature valid; Relay source:
+//     services/processor.rs (SendEnvelope::sign, RequestSign), config.rs
+//     (http.encoding zstd, max_concurrent_requests 100).
+//   - Upstream failures, as Relay's upstream service handles them
+//     (services/upstream.rs: execute, complete, UpstreamQueue; processor.rs:
+//     SendEnvelope::respond): no answer, 502, 503 or 504 puts the envelope
+//     in a retry queue that is sent http.retry_delay after the last failure
+//     or at once after any success, so while every send fails nothing is
+//     retried; any other answer counts as received and the envelope is
+//     dropped. Seen: orchestrate ... --rates 100 --duration 8s --fault
+//     outage=3s@2s: the upstream answered 300 503s (one per envelope), then
+//     Relay forwarded 197/s and lost nothing.
+//   - 429 from the upstream: the envelope is dropped and the answer's rate
+//     limits (X-Sentry-Rate-Limits, else Retry-After on all categories) are
+//     cached for that project key; while they last its items are dropped at
+//     ingest and the answer is 429 with Retry-After, the rest of an envelope
+//     still queued. Seen: --fault 429-storm=3s@2s: the upstream answered
+//     only 31 envelopes 429, clients got 318 429s, the forwarded rate went
+//     from 101/s to 3/s; Relay source: upstream.rs (UpstreamRateLimits::
+//     scope), services/projects/cache/project.rs (check_envelope: cached
+//     limits), endpoints/common.rs (handle_envelope, check_rate_limits).
+//     Categories are matched for relayload's item types only.
+//   - StatsD (metrics.statsd, metrics.prefix): event.accepted (a counter,
+//     #handling:success) twice per forwarded envelope, when processing takes
+//     its items and when the upstream has it, and event.processing_time (a
+//     distribution in ms, |d|@1.0) once per envelope. Seen: a UDP listener
+//     as metrics.statsd of Relay 26.4.0: 2 error envelopes gave
+//     "sentry.relay.event.accepted:4|c|#handling:success" and
+//     "sentry.relay.event.processing_time:5.10413:0.565192|d|@1.0|#group:
+//     error"; Relay source: processor.rs (process_with_processor accepts
+//     the emptied envelope, SendEnvelope::respond the forwarded one). The
+//     stand-in has no group tag, and it sends every 100 ms where Relay
+//     aggregates for 10 s (relay-statsd/src/lib.rs, AggregationMode::
+//     Aggressive): in two orchestrate runs of 12 s against Relay the report
+//     had event.accepted once and event.processing_time never.
+//   - Shutdown: on SIGTERM the listener closes at once, what is held goes
+//     on being processed and forwarded, and after limits.shutdown_timeout
+//     the process exits 0, whatever is left; SIGINT or a second SIGTERM
+//     exits 0 at once. Seen: relay-26.4.0 -c DIR run under a Python
+//     harness: refused connections 0.3 s after SIGTERM, exit 0 after
+//     2.01 s (shutdown_timeout 2), SIGINT exit 0 after 8 ms, a second
+//     SIGTERM exit 0 at once; Relay source: relay-system/src/controller.rs,
+//     services/buffer/mod.rs (the in-memory buffer pops until the timeout).
 //
 // # Finite capacity
 //
-// Seen with Relay 26.4.0 on 2 CPUs (measured by a colleague with
-// relayload): offered 1,400 envelopes/s of mixed traffic, Relay kept
-// answering 200 to the SDK while it forwarded only ~770/s upstream during
-// the window; the accepted but unprocessed envelopes piled up in memory
-// (its RSS grew linearly from 196 to 678 MB over the window), and after the
-// load stopped it needed 16 s to forward the backlog. Sent as fast as
-// possible (closed loop, 64 connections) it accepted ~11,770/s, forwarded
-// ~360/s and its RSS reached 3.9 GB in 15 s. Relay's envelope buffer is in
-// memory by default; it answers 503 only once memory is exhausted.
+// standin.capacity (a key of the stand-in's own; Relay 26.4.0 starts with
+// it in its config and ignores it) is the envelopes per second the
+// processing workers handle in total (0 or absent: unlimited). The workers
+// share one token bucket: an envelope taken from the ready queue waits
+// for its slot, 1/capacity after the previous one, with up to 50 ms of
+// idle credit. Above capacity the stand-in still answers 200, holds the
+// excess in memory and forwards at ≈ capacity, and after the load stops it
+// forwards the backlog at capacity. This is what Relay 26.4.0 did above
+// its capacity. Seen: orchestrate --relay-bin $RELAY_BIN --rates 1200
+// --duration 8s --pool 1000: every request answered 200, 276/s forwarded,
+// backlog +900/s, RSS +27 MiB/s, still forwarding 20 s after blast ended
+// (earlier, by a colleague: 1,400/s offered, ~770/s forwarded, RSS 196 →
+// 678 MB, 16 s to forward the backlog). Relay's capacity comes from its CPU
+// and depends on traffic and machine; the stand-in's is a fixed number.
+// The wait is a timer sleep and burns no CPU.
 //
-// standin.capacity models that: the envelopes per second the processing
-// workers handle in total (0 or absent: unlimited, no pacing at all). The
-// workers share one token bucket: a worker takes an envelope from the ready
-// queue and sleeps until its slot, 1/capacity after the previous one; after
-// an idle period up to 50 ms worth of capacity (at least one envelope) goes
-// at once. So above capacity the ingest endpoint still answers 200, the
-// excess waits in the buffer (the backlog: in memory, bounded by
-// max_buffered_envelopes / max_buffered_bytes, 503 beyond them as before),
-// forwarding runs at ≈ capacity/s, and the backlog is forwarded at capacity
-// after the load stops: N·T envelopes of backlog take T s more at capacity
-// N. The capacity counts SDK envelopes; one split by processing group
-// reaches the upstream as several (relayload's pool envelopes are one group
-// each). TestCapacityBacklog checks all of this against the real fake
-// upstream. A graceful shutdown drains the backlog at capacity, too, for up
-// to limits.shutdown_timeout; what is left is dropped unprocessed and
-// logged (TestCapacityShutdownTimeout). The shutdown log line gives envelopes accepted and processed and
-// the buffer's peak; Stats has Processed, Backlog (ready or being
-// processed) and PeakBuffered; StatsD has Relay's buffer.envelopes_count
-// gauge (every envelope held, the backlog included); no metric name was
-// made up for the backlog.
+// # What it does not do
 //
-// Not modelled: Relay's capacity comes from its CPU, so it depends on the
-// traffic and the machine, and under a flood it fell (~360/s) as ingest
-// took the CPU; the stand-in's is a fixed number at any offered load, and
-// its 503 comes from the count and byte bounds, not from memory.
+// It does not look into items: no normalization, no PII scrubbing (canaries
+// reach the upstream as sent), no inbound filters, quotas, dynamic
+// sampling, metric extraction or feature checks; envelopes are not split
+// by processing group nor rewritten. It sends no outcomes (Relay 26.4.0
+// with emit_outcomes: true POSTs them to /api/0/relays/outcomes/; seen in
+// the 429 storm above) and no metrics of its own. It has no outage mode
+// (Relay's after http.outage_grace_period, 10 s, polling
+// /api/0/relays/live/), no re-authentication, no handling of relay stop,
+// no project-config expiry or eviction, no size limits beyond a 100 MiB
+// body, no disk spool, no other endpoint (store, security, OTLP, liveness,
+// …) and no other auth source than X-Sentry-Auth. Of config.yml it reads
+// relay.*, http.encoding, http.retry_delay, http.max_retry_interval,
+// cache.batch_interval, cache.global_config_fetch_interval,
+// limits.max_concurrent_requests, limits.shutdown_timeout, metrics.statsd,
+// metrics.prefix and standin.capacity, and takes fractional seconds where
+// Relay wants whole ones.
 //
-// The paced wait is a timer sleep and costs no CPU, and the stand-in does
-// not burn CPU to make up for the envelopes it holds back: its CPU is what
-// it spends on ingest and processing. (Burning it would take the 2 cores
-// from blast and the fake upstream in the very tests that use this, and
-// make the forwarded rate depend on the machine's load again.) Above
-// capacity it ingests everything but processes only capacity/s, so its CPU
-// per forwarded envelope stays about level instead of dropping. Measured by TestBinaryCapacityCPU (the
-// built binary, capacity 200/s, mixed zstd pool, 3 s windows, CPU from
-// /proc, this 2-core machine with a build running beside it, four runs):
-// 2.0–2.5 ms per forwarded envelope offered 100/s (100/s forwarded),
-// 1.8–2.1 ms offered 400/s (196–203/s forwarded), so above capacity it is
-// 0.78–0.89 of the figure below, not half; 1.5–1.65 ms for the backlog's
-// drain at 200/s afterwards (processing only); no measurable CPU idle.
-// Level rather than constant: per envelope, processing apparently costs
-// less at 200/s than at 100/s (compare the drain), which outweighs
-// ingesting twice as many envelopes as are forwarded. These are the stand-in's figures and still say nothing about
-// Relay's, which was CPU-bound when it fell behind.
-//
-// The default bounds keep such tests in memory: a mixed-pool envelope holds
-// about 15 KB decoded (a 592-envelope backlog held 8.7 MB; the binary's
-// RSS went from 27–35 MB to 53–55 MB with 590 buffered, growing with the
-// backlog as Relay's did), so 10 000 envelopes (~150 MB, under the 256 MiB
-// byte bound) hold the backlog of capacity N offered 2N/s for 10 000/N s:
-// 50 s at N = 200, 10 s at N = 1000. They were not raised.
+// Its CPU time, memory and latencies are a Go program's handling of
+// envelopes it does not process, and say nothing about Relay's.
 package standinrelay
