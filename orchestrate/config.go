@@ -283,7 +283,7 @@ func (c *Config) checkDurations() error {
 		return configerr.Errorf("Idle", "%s: must not be negative", c.Idle)
 	}
 	if c.Fault != nil {
-		return c.Fault.validate(c.Duration)
+		return validateFault(c.Fault, c.Duration)
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,124 +12,23 @@ import (
 	"github.com/relayload/relayload/upstream"
 )
 
-// Fault is an upstream failure injected during the measured window.
-//
-// Spec syntax (ParseFault), optionally followed by @START (offset into the
-// measured window; default a quarter of it, at most 5 s):
-//
-//	outage=10s[:refuse|hang|unavailable]  every Relay-facing route fails (default unavailable: 503)
-//	429-storm[=10s]                        every forwarded envelope answered 429 (Retry-After 1 s)
-//	errors=10s[:STATUS[:P]]                a share P (default 1) of envelopes answered STATUS (default 500)
-//	latency=10s:DELAY                      every Relay-facing answer delayed by DELAY
-type Fault struct {
-	Spec     string        `json:"spec"`
-	Kind     string        `json:"kind"` // outage, 429-storm, errors, latency
-	Duration time.Duration `json:"duration_ns"`
-	Start    time.Duration `json:"start_ns"` // into the measured window; <0 = default
-	Mode     string        `json:"mode,omitempty"`
-	Status   int           `json:"status,omitempty"`
-	Share    float64       `json:"share,omitempty"`
-	Delay    time.Duration `json:"delay_ns,omitempty"`
-}
+// Fault is an upstream failure injected during the measured window, in
+// the syntax fake-upstream's --fault shares (upstream.FaultSpec). Its
+// Start is an offset into the measured window; by default a quarter of the
+// window, at most 5 s.
+type Fault = upstream.FaultSpec
 
 // ParseFault parses a fault spec (Config.Fault); errors are *ConfigError.
 func ParseFault(spec string) (*Fault, error) {
-	bad := func(format string, a ...any) (*Fault, error) {
-		return nil, configerr.Errorf("Fault", "%q: "+format, append([]any{spec}, a...)...)
-	}
-	f := &Fault{Spec: spec, Start: -1}
-	body, at, hasAt := strings.Cut(spec, "@")
-	if hasAt {
-		d, err := time.ParseDuration(at)
-		if err != nil || d < 0 {
-			return bad("start %q is not a duration", at)
-		}
-		f.Start = d
-	}
-	kind, args, _ := strings.Cut(body, "=")
-	f.Kind = kind
-	parts := strings.Split(args, ":")
-	dur := func(def time.Duration) error {
-		if parts[0] == "" {
-			if def == 0 {
-				return fmt.Errorf("needs a duration, e.g. %s=10s", kind)
-			}
-			f.Duration = def
-			return nil
-		}
-		d, err := time.ParseDuration(parts[0])
-		if err != nil || d <= 0 {
-			return fmt.Errorf("duration %q", parts[0])
-		}
-		f.Duration = d
-		return nil
-	}
-	switch kind {
-	case "outage":
-		if err := dur(0); err != nil {
-			return bad("%v", err)
-		}
-		f.Mode = upstream.OutageUnavailable
-		if len(parts) > 1 {
-			f.Mode = parts[1]
-		}
-		switch f.Mode {
-		case upstream.OutageRefuse, upstream.OutageHang, upstream.OutageUnavailable:
-		default:
-			return bad("outage mode %q: want refuse, hang or unavailable", f.Mode)
-		}
-		if len(parts) > 2 {
-			return bad("too many fields")
-		}
-	case "429-storm":
-		if err := dur(10 * time.Second); err != nil {
-			return bad("%v", err)
-		}
-		f.Status, f.Share = 429, 1
-		if len(parts) > 1 {
-			return bad("too many fields")
-		}
-	case "errors":
-		if err := dur(0); err != nil {
-			return bad("%v", err)
-		}
-		f.Status, f.Share = 500, 1
-		if len(parts) > 1 {
-			s, err := strconv.Atoi(parts[1])
-			if err != nil || s < 400 || s > 599 {
-				return bad("status %q: want 400..599", parts[1])
-			}
-			f.Status = s
-		}
-		if len(parts) > 2 {
-			p, err := strconv.ParseFloat(parts[2], 64)
-			if err != nil || !(p > 0 && p <= 1) {
-				return bad("share %q: want (0,1]", parts[2])
-			}
-			f.Share = p
-		}
-		if len(parts) > 3 {
-			return bad("too many fields")
-		}
-	case "latency":
-		if err := dur(0); err != nil {
-			return bad("%v", err)
-		}
-		if len(parts) != 2 {
-			return bad("want latency=DURATION:DELAY")
-		}
-		d, err := time.ParseDuration(parts[1])
-		if err != nil || d <= 0 {
-			return bad("delay %q", parts[1])
-		}
-		f.Delay = d
-	default:
-		return bad("unknown kind %q (want outage, 429-storm, errors or latency)", kind)
+	f, err := upstream.ParseFaultSpec(spec)
+	if err != nil {
+		return nil, configerr.Wrap("Fault", err)
 	}
 	return f, nil
 }
 
-func (f *Fault) validate(window time.Duration) error {
+// validateFault places f in a measured window of the given length.
+func validateFault(f *Fault, window time.Duration) error {
 	if f.Start < 0 {
 		f.Start = min(window/4, 5*time.Second)
 	}
@@ -140,21 +37,6 @@ func (f *Fault) validate(window time.Duration) error {
 			f.Spec, f.Start, f.Duration, window)
 	}
 	return nil
-}
-
-// upstreamFaults is what SetFaults gets when the fault starts.
-func (f *Fault) upstreamFaults() upstream.Faults {
-	switch f.Kind {
-	case "outage":
-		return upstream.Faults{Outage: &upstream.Outage{Mode: f.Mode, Duration: upstream.Duration(f.Duration)}}
-	case "429-storm":
-		return upstream.Faults{Inject: []upstream.Injection{{Route: "envelope", Status: 429, Probability: 1, RetryAfter: 1}}}
-	case "errors":
-		return upstream.Faults{Inject: []upstream.Injection{{Route: "envelope", Status: f.Status, Probability: f.Share}}}
-	case "latency":
-		return upstream.Faults{Latency: map[string]upstream.Latency{"*": {Fixed: upstream.Duration(f.Delay)}}}
-	}
-	return upstream.Faults{}
 }
 
 // faultWatch starts and ends a fault and remembers what the upstream had
@@ -170,7 +52,7 @@ func (w *faultWatch) begin(up *upstream.Server, f *Fault) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.before = up.Stats().Requests
-	w.err = up.SetFaults(f.upstreamFaults())
+	w.err = up.SetFaults(f.Faults())
 	w.began = time.Now()
 }
 

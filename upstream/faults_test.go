@@ -261,12 +261,6 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("ParseInjection(%q) accepted", bad)
 		}
 	}
-	if o, err := ParseOutage("hang:30s"); err != nil || o.Mode != OutageHang || o.Duration != Duration(30*time.Second) {
-		t.Errorf("ParseOutage = %+v %v", o, err)
-	}
-	if _, err := ParseOutage("hang"); err == nil {
-		t.Error("ParseOutage without duration accepted")
-	}
 	q, err := ParseQuota("error;transaction:0:too_many", 3)
 	if err != nil || !strings.Contains(string(q), `"categories":["error","transaction"]`) || !strings.Contains(string(q), `"reasonCode":"too_many"`) || !strings.Contains(string(q), `"id":"relayload-quota-3"`) {
 		t.Errorf("ParseQuota = %s %v", q, err)

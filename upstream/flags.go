@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,19 +109,20 @@ func ParseInjection(s string) (Injection, error) {
 	return in, nil
 }
 
-// ParseOutage parses "MODE:DURATION", e.g. "hang:30s".
-func ParseOutage(s string) (*Outage, error) {
-	mode, d, ok := strings.Cut(s, ":")
-	if !ok {
-		return nil, fmt.Errorf("outage %q: want MODE:DURATION, e.g. refuse:20s", s)
+// checkCategory accepts the data-category names Relay knows (a quota with
+// any other name matches nothing); blast's kind names get a hint.
+func checkCategory(c string) error {
+	if slices.Contains(categoryNames[:], c) {
+		return nil
 	}
-	dur, err := time.ParseDuration(d)
-	if err != nil {
-		return nil, fmt.Errorf("outage %q: %w", s, err)
+	hint := ""
+	switch c {
+	case "errors", "transactions", "sessions", "logs", "checkins", "check_in", "check-in":
+		hint = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session", "logs": "log_item",
+			"checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}[c]
+		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, hint)
 	}
-	o := &Outage{Mode: mode, Duration: Duration(dur)}
-	f := Faults{Outage: o}
-	return o, f.Validate()
+	return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 }
 
 // ParseQuota parses "CATEGORIES[:LIMIT[:REASON]]" into a project quota:
@@ -131,7 +133,7 @@ func ParseOutage(s string) (*Outage, error) {
 func ParseQuota(s string, n int) (json.RawMessage, error) {
 	parts := strings.Split(s, ":")
 	if len(parts) > 3 || parts[0] == "" {
-		return nil, fmt.Errorf("quota %q: want CATEGORIES[:LIMIT[:REASON]], e.g. error;transaction:0", s)
+		return nil, fmt.Errorf("quota %q: want CATEGORIES[:LIMIT[:REASON]], e.g. 'error;transaction:0' (quoted: ';' ends a shell command)", s)
 	}
 	q := map[string]any{"id": fmt.Sprintf("relayload-quota-%d", n), "scope": "project", "limit": 0, "reasonCode": "relayload_quota"}
 	cats := []string{}
@@ -139,6 +141,9 @@ func ParseQuota(s string, n int) (json.RawMessage, error) {
 		for _, c := range strings.Split(parts[0], ";") {
 			if c = strings.TrimSpace(c); c == "" {
 				return nil, fmt.Errorf("quota %q: empty category", s)
+			}
+			if err := checkCategory(c); err != nil {
+				return nil, fmt.Errorf("quota %q: %w", s, err)
 			}
 			cats = append(cats, c)
 		}

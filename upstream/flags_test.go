@@ -103,22 +103,22 @@ func FuzzParseInjection(f *testing.F) {
 	})
 }
 
-func FuzzParseOutage(f *testing.F) {
-	for _, s := range []string{"hang:30s", "refuse:1s", "unavailable:1h", "hang:2h", "hang:0s", "hang", "explode:1s", "hang:-1s", ":"} {
+func FuzzParseFaultSpec(f *testing.F) {
+	for _, s := range []string{"outage=10s", "outage=2s:refuse@1s", "outage=1s:hang", "429-storm", "429-storm=3s@0s",
+		"errors=5s:503:0.5", "latency=5s:200ms", "latency=1s:2h", "outage=2h", "flood=1s", "outage=10s@soon", ":", "=", "@"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		o, err := ParseOutage(s)
+		fs, err := ParseFaultSpec(s)
 		if err != nil {
 			return
 		}
-		if d := time.Duration(o.Duration); d <= 0 || d > maxOutage {
-			t.Fatalf("%q: accepted duration %s", s, d)
+		if fs.Duration <= 0 || fs.Duration > maxOutage || fs.Spec != s {
+			t.Fatalf("%q: accepted %+v", s, fs)
 		}
-		switch o.Mode {
-		case OutageRefuse, OutageHang, OutageUnavailable:
-		default:
-			t.Fatalf("%q: accepted mode %q", s, o.Mode)
+		faults := fs.Faults()
+		if err := faults.Validate(); err != nil {
+			t.Fatalf("%q: parsed to faults the server rejects: %v", s, err)
 		}
 	})
 }
