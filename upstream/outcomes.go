@@ -12,7 +12,8 @@ import (
 // outcomeNames maps outcome ids to names (docs/protocol.md, Outcomes).
 var outcomeNames = [...]string{"accepted", "filtered", "rate_limited", "invalid", "abuse", "client_discard", "cardinality_limited"}
 
-// categoryNames maps data-category ids to names (docs/protocol.md, Outcomes).
+// categoryNames maps data-category ids to names, as Relay 26.4.0's
+// relay-base-schema DataCategory numbers them (docs/protocol.md, Outcomes).
 var categoryNames = [...]string{
 	"default", "error", "transaction", "security", "attachment", "session", "profile", "replay",
 	"transaction_processed", "transaction_indexed", "monitor", "profile_indexed", "span",
@@ -20,7 +21,7 @@ var categoryNames = [...]string{
 	"profile_chunk", "metric_second", "replay_video", "uptime", "attachment_item", "log_item",
 	"log_byte", "profile_duration_ui", "profile_chunk_ui", "seer_autofix", "seer_scanner",
 	"prevent_user", "prevent_review", "size_analysis", "installable_build", "trace_metric",
-	"seer_user", "profile_backend", "profile_ui",
+	"seer_user", "profile_backend", "profile_ui", "trace_metric_byte",
 }
 
 // OutcomeName returns the name of outcome id (or "unknown:<id>").

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/upstream"
 )
 
@@ -35,44 +36,32 @@ Flags:
 `
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintln(os.Stderr, "fake-upstream:", err)
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "fake-upstream:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit("fake-upstream", run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr, nil))
 }
 
-// usageError is a bad command line (exit status 2).
-type usageError struct{ error }
-
 // run parses the flags, builds the server and serves until SIGINT/SIGTERM.
+// Everything wrong before serving starts is a usage error (exit 2).
 func run(args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := o.flagSet()
-	if err := fs.Parse(args); err != nil {
+	help := usageHead
+	if err := cli.Parse(fs, args, stdout, help); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usageHead)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
 			fmt.Fprintf(stdout, "\nRoute names for --latency/--inject: %s\n", strings.Join(upstream.RouteNames(), ", "))
-			return nil
+			fmt.Fprint(stdout, "\nExit status: 0 stopped by SIGINT/SIGTERM, 1 failed while serving, 2 bad usage (a flag, or an address it cannot listen on).\n")
 		}
-		return usageError{err}
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := o.config()
 	if err != nil {
-		return usageError{err}
+		return &cli.UsageError{Err: err}
 	}
 	srv, err := upstream.New(cfg)
 	if err != nil {
-		return usageError{err}
+		return &cli.UsageError{Err: err}
 	}
-	return serve(srv, o.listen, o.shutdown, stdout, stderr)
+	return serve(srv, o.listen, o.shutdown, o.timed, stdout, stderr)
 }

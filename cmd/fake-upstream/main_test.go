@@ -3,14 +3,25 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"flag"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/internal/testutil"
 )
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+// binary is fake-upstream, built once per test binary.
+func binary(t testing.TB) string {
+	return testutil.Build(t, "github.com/relayload/relayload/cmd/fake-upstream")
+}
 
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
@@ -20,33 +31,85 @@ func TestBadFlags(t *testing.T) {
 		{"--quota", "error:x"},
 		{"--inject", "envelope=200@1"},
 		{"--latency", "envelope=fast"},
-		{"--outage", "explode:1s"},
+		{"--fault", "explode=1s"},
+		{"--fault", "outage=2h"},
+		{"--fault", "outage=1s:melt"},
 		{"--max-decoded-bytes", "lots"},
 		{"--verify-envelope-every", "0"},
 		{"--relay-credentials", "/nonexistent/credentials.json"},
+		{"--shutdown-timeout", "5"},
+		{"--listen", "nonsense"},
+		{"--listen", "127.0.0.1:99999"},
 		{"stray"},
 	} {
 		var out, errb strings.Builder
-		err := run(args, &out, &errb)
-		if _, ok := err.(usageError); !ok {
-			t.Errorf("%v: err %v, want a usage error", args, err)
-			continue
-		}
-		if strings.Contains(err.Error(), "\n") {
-			t.Errorf("%v: multi-line error %q", args, err)
+		code := cli.Exit("fake-upstream", run(args, &out, &errb), &errb, nil)
+		lines := strings.Split(strings.TrimRight(errb.String(), "\n"), "\n")
+		if code != cli.Usage || len(lines) != 1 || !strings.HasPrefix(lines[0], "fake-upstream: ") ||
+			!strings.HasSuffix(lines[0], " (see --help)") || strings.HasPrefix(lines[0], "fake-upstream: fake-upstream") {
+			t.Errorf("%v: exit %d, stderr %q: want exit 2 and one line pointing to --help", args, code, errb.String())
 		}
 	}
 }
 
 func TestHelp(t *testing.T) {
 	var out strings.Builder
-	if err := run([]string{"--help"}, &out, &out); err != nil {
+	if err := run([]string{"--help"}, &out, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-outage", "-max-decoded-bytes", "envelope"} {
+	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-fault", "outage=10s[:refuse|hang|unavailable]", "-max-decoded-bytes", "envelope", "Exit status"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
+	}
+}
+
+// TestTimedFault: --fault, in orchestrate's syntax, begins at its start
+// after listening, adds to the faults in effect and ends after its
+// duration, leaving them as they were.
+func TestTimedFault(t *testing.T) {
+	cmd := exec.Command(binary(t), "--listen", "127.0.0.1:0", "--projects", "1", "--latency", "live=1ms", "--fault", "429-storm=1s@0s")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + strings.TrimSpace(line)
+	post := func() int {
+		resp, err := http.Post(base+"/api/1/envelope/", "application/x-sentry-envelope", strings.NewReader("{}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if !testutil.Eventually(time.Second, func() bool { return post() == 429 }) {
+		t.Fatal("no 429 during the storm")
+	}
+	if !testutil.Eventually(3*time.Second, func() bool { return post() != 429 }) {
+		t.Fatal("the storm did not end")
+	}
+	resp, err := http.Get(base + "/control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Latency map[string]struct{ Fixed string } `json:"latency"`
+		Inject  []any                             `json:"inject"`
+	}
+	json.NewDecoder(resp.Body).Decode(&f)
+	resp.Body.Close()
+	if f.Latency["live"].Fixed != "1ms" || len(f.Inject) != 0 {
+		t.Errorf("after the fault: %+v, want the --latency fault alone", f)
+	}
+	if !strings.Contains(stderr.String(), "fault 429-storm=1s@0s begins (1s)") || !strings.Contains(stderr.String(), "fault 429-storm=1s@0s ends") {
+		t.Errorf("stderr %q", stderr.String())
 	}
 }
 
@@ -55,10 +118,7 @@ func TestHelp(t *testing.T) {
 // flight (held by an injected latency) still gets its answer, the process
 // prints its final stats and exits 0.
 func TestProcess(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "fake-upstream")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "3", "--latency", "live=400ms")
@@ -127,10 +187,7 @@ func TestProcess(t *testing.T) {
 // read still ends in a clean exit (signals are caught before the address is
 // printed; before that fix SIGTERM here killed the process).
 func TestSignalRightAfterAddress(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "fake-upstream")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	for i := 0; i < 5; i++ {
 		cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "1")
 		stdout, _ := cmd.StdoutPipe()
@@ -150,10 +207,7 @@ func TestSignalRightAfterAddress(t *testing.T) {
 // TestFaultFlags: faults given as flags are in effect from the start and
 // shown by GET /control.
 func TestFaultFlags(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "fake-upstream")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "1", "--seed", "3",
 		"--inject", "live=429:7@1", "--latency", "envelope=1ms-2ms+exp:1ms", "--global-pending", "--quota", "error:0")
 	stdout, _ := cmd.StdoutPipe()

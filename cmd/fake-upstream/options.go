@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
+	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/relayauth"
 	"github.com/relayload/relayload/upstream"
@@ -28,21 +27,21 @@ type options struct {
 	inboundFilters bool
 	globalPending  bool
 	relayStop      bool
-	outage         string
+	fault          string
 	faultsFile     string
 	shutdown       time.Duration
 	maxWire        int64
 	maxDecoded     int64
-	credFiles      repeated
-	quotaSpecs     repeated
-	latencies      repeated
-	injects        repeated
+	credFiles      cli.Repeated
+	quotaSpecs     cli.Repeated
+	latencies      cli.Repeated
+	injects        cli.Repeated
+	timed          *upstream.FaultSpec // --fault, parsed
 }
 
 // flagSet defines every flag on a new flag set that fills o.
 func (o *options) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("fake-upstream", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "address to listen on; port 0 picks a free port (printed as the first stdout line)")
 	fs.IntVar(&o.nProjects, "projects", 100, "number of projects to serve (1..100000); same --projects and --seed as blast give the same projects")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for the projects and for fault-injection randomness")
@@ -56,12 +55,12 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.BoolVar(&o.inboundFilters, "inbound-filters", false, "turn on the webCrawlers, legacyBrowsers, localhost and browserExtensions inbound filters")
 	fs.BoolVar(&o.globalPending, "global-pending", false, "fault: answer global config requests with globalStatus pending")
 	fs.BoolVar(&o.relayStop, "relay-stop", false, "fault: answer every relay request with 403 {\"relay\":\"stop\"}")
-	fs.StringVar(&o.outage, "outage", "", "fault: MODE:DURATION outage from start, MODE refuse|hang|unavailable (e.g. hang:30s)")
+	fs.StringVar(&o.fault, "fault", "", "fault for a while, as orchestrate's --fault: outage=10s[:refuse|hang|unavailable], 429-storm[=10s], errors=10s[:STATUS[:SHARE]], latency=10s:DELAY; @START after it starts listening")
 	fs.StringVar(&o.faultsFile, "faults", "", "JSON file with faults (the POST /control body); flags add to it")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", 5*time.Second, "grace period for in-flight requests on SIGINT/SIGTERM")
 	o.maxWire, o.maxDecoded = upstream.DefaultMaxWireBytes, upstream.DefaultMaxDecodedBytes
 	fs.Var(&o.credFiles, "relay-credentials", "credentials.json of a relay allowed to register (repeatable); with any, only listed relays may register")
-	fs.Var(&o.quotaSpecs, "quota", "quota CATEGORIES[:LIMIT[:REASON]] added to every project (repeatable), e.g. error;transaction:0; CATEGORIES may be all")
+	fs.Var(&o.quotaSpecs, "quota", "quota CATEGORIES[:LIMIT[:REASON]] added to every project (repeatable), e.g. 'error;transaction:0' (quote it: ';' ends a shell command); CATEGORIES are Relay's data categories or all")
 	fs.Var(&o.latencies, "latency", "fault: ROUTE=SPEC added latency (repeatable); SPEC 50ms | 10ms-90ms | exp:20ms | terms joined by +; ROUTE a route name or *")
 	fs.Var(&o.injects, "inject", "fault: ROUTE=STATUS[:RETRY_AFTER]@P or ROUTE=reset@P (repeatable), e.g. envelope=429:30@0.1, envelope=reset@0.01")
 	fs.Var(sizeFlag{&o.maxWire}, "max-wire-bytes", "cap on request bodies as received (accepts 16MiB, 20MB, 1048576)")
@@ -91,6 +90,12 @@ func (o *options) config() (upstream.Config, error) {
 	}
 	if o.verifyEvery < 1 {
 		return cfg, fmt.Errorf("--verify-envelope-every %d: want ≥ 1", o.verifyEvery)
+	}
+	if o.nProjects < 1 {
+		return cfg, fmt.Errorf("--projects %d: want 1..100000", o.nProjects)
+	}
+	if o.shutdown < 0 || o.sigMaxAge < 0 || o.regMaxAge < 0 {
+		return cfg, fmt.Errorf("--shutdown-timeout, --signature-max-age and --registration-max-age must not be negative")
 	}
 	if o.pendingFor < 0 || o.pendingFor >= upstream.MaxPendingFor {
 		return cfg, fmt.Errorf("--pending-for %s: want ≥ 0 and under %s (Relay abandons keys pending for 30 s)", o.pendingFor, upstream.MaxPendingFor)
@@ -171,22 +176,16 @@ func (o *options) faults() (upstream.Faults, error) {
 		}
 		f.Inject = append(f.Inject, in)
 	}
-	if o.outage != "" {
+	if o.fault != "" {
 		var err error
-		if f.Outage, err = upstream.ParseOutage(o.outage); err != nil {
-			return f, err
+		if o.timed, err = upstream.ParseFaultSpec(o.fault); err != nil {
+			return f, fmt.Errorf("--fault: %w", err)
 		}
 	}
 	f.GlobalPending = f.GlobalPending || o.globalPending
 	f.RelayStop = f.RelayStop || o.relayStop
 	return f, nil
 }
-
-// repeated collects a repeatable string flag.
-type repeated []string
-
-func (r *repeated) String() string     { return strings.Join(*r, ",") }
-func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }
 
 // sizeFlag is a byte size flag (16MiB, 20MB, 1048576).
 type sizeFlag struct{ n *int64 }
