@@ -162,6 +162,9 @@ func (r *runner) prepare(ctx context.Context, rep *Report) (cleanup func(), err 
 		}
 	}
 	if cfg.StatsDListen != "" {
+		// Relay 26.4.0's exporter (metrics-exporter-dogstatsd, aggressive
+		// aggregation) sends what it aggregated every 10 s or so.
+		r.note("Relay aggregates its StatsD metrics and sends them about every 10 s: the StatsD figures cover what arrived during the measured window and the drain, not its last seconds")
 		if r.statsd, err = statsd.Listen(ctx, cfg.StatsDListen); err != nil {
 			return cleanup, configerr.Wrap("StatsDListen", err)
 		}
