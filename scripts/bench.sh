@@ -18,7 +18,7 @@ loadavg() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 echo "== Go benchmarks (-count $count) → $out/go.txt"; loadavg
 go test -run '^$' -bench . -benchmem -count "$count" \
-  ./envelope/ ./compression/ ./canary/ ./statsd/ ./relayauth/ ./upstream/ ./pool/ 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL)' || true
+  ./envelope/ ./internal/compression/ ./internal/canary/ ./internal/statsd/ ./relayauth/ ./upstream/ ./internal/pool/ 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL)' || true
 
 go build -o bin/ ./cmd/... ./internal/cmd/sinkload ./internal/cmd/blastbench
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/projects"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 )
 
 // bombSize is what every bomb decodes to: more than 1 GiB of zeros.

@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// DefaultFeatures returns the project features a load test needs: logs are
+// defaultFeatures returns the project features a load test needs: logs are
 // dropped silently by a managed Relay without ourlogs-ingestion
 // (docs/protocol.md, Project configs). standalone-span-ingestion has graduated
 // in Relay 26.4.0, which adds it itself; it is sent for older Relays.
-func DefaultFeatures() []string {
+func defaultFeatures() []string {
 	return []string{
 		"organizations:ourlogs-ingestion",
 		"organizations:standalone-span-ingestion",
@@ -60,8 +60,8 @@ type ProjectState struct {
 	Config         ProjectConfig     `json:"config"`
 }
 
-// InboundFilterSettings are the filters --inbound-filters turns on.
-func InboundFilterSettings() map[string]any {
+// inboundFilterSettings are the filters --inbound-filters turns on.
+func inboundFilterSettings() map[string]any {
 	return map[string]any{
 		"webCrawlers":       map[string]any{"isEnabled": true},
 		"legacyBrowsers":    map[string]any{"isEnabled": true, "options": []string{"default"}},
@@ -72,7 +72,7 @@ func InboundFilterSettings() map[string]any {
 
 // projectConfig is the config shared by every project.
 func (s *Server) projectConfig() ProjectConfig {
-	features := DefaultFeatures()
+	features := defaultFeatures()
 	if s.cfg.Features != nil {
 		features = s.cfg.Features
 	}
@@ -87,13 +87,21 @@ func (s *Server) projectConfig() ProjectConfig {
 		Quotas:   s.cfg.Quotas,
 	}
 	if s.cfg.InboundFilters {
-		pc.FilterSettings = InboundFilterSettings()
+		pc.FilterSettings = inboundFilterSettings()
 	}
 	return pc
 }
 
-// ProjectState returns the state served for project index i.
-func (s *Server) ProjectState(i int) ProjectState {
+// ProjectState returns the state served for project index i (an index
+// into Config.Projects); false when there is no such project.
+func (s *Server) ProjectState(i int) (ProjectState, bool) {
+	if i < 0 || i >= len(s.cfg.Projects) {
+		return ProjectState{}, false
+	}
+	return s.projectState(i), true
+}
+
+func (s *Server) projectState(i int) ProjectState {
 	p := s.cfg.Projects[i]
 	return ProjectState{
 		ProjectID:      p.ID,
@@ -106,9 +114,9 @@ func (s *Server) ProjectState(i int) ProjectState {
 	}
 }
 
-// GlobalConfig is what the fake answers for "global": true, modelled on
+// globalConfig is what the fake answers for "global": true, modelled on
 // Relay's mini_sentry (docs/protocol.md, The global config).
-func GlobalConfig() map[string]any {
+func globalConfig() map[string]any {
 	type m = map[string]any
 	ms := func(name, unit string) m { return m{"name": name, "unit": unit} }
 	return m{
@@ -142,7 +150,7 @@ func (s *Server) buildConfigs() error {
 	}
 	sum := sha256.Sum256(pc)
 	s.configRev = hex.EncodeToString(sum[:8])
-	s.globalJSON, err = json.Marshal(GlobalConfig())
+	s.globalJSON, err = json.Marshal(globalConfig())
 	if err != nil {
 		return fmt.Errorf("upstream: global config: %w", err)
 	}
@@ -215,7 +223,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 			resp.Pending = append(resp.Pending, key)
 			continue
 		}
-		st := s.ProjectState(idx)
+		st := s.projectState(idx)
 		if i < len(q.Revisions) && q.Revisions[i] != nil && *q.Revisions[i] == st.Rev {
 			c.keysUnchanged.Add(1)
 			resp.Unchanged = append(resp.Unchanged, key)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 )
 
 // The tests below assert the exact answers Relay reacts to
@@ -215,9 +215,9 @@ func TestFaultLatency(t *testing.T) {
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("/stats took %s; latency must not apply", d)
 	}
-	l, err := ParseLatency("10ms-20ms+exp:5ms")
+	l, err := parseLatency("10ms-20ms+exp:5ms")
 	if err != nil || l.Min != Duration(10*time.Millisecond) || l.Max != Duration(20*time.Millisecond) || l.Mean != Duration(5*time.Millisecond) {
-		t.Fatalf("ParseLatency = %+v, %v", l, err)
+		t.Fatalf("parseLatency = %+v, %v", l, err)
 	}
 	for i := 0; i < 100; i++ {
 		if d := f.srv.latency(l); d < 10*time.Millisecond {

@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// ParseLatency parses a latency spec: terms joined by '+', each a fixed
+// parseLatency parses a latency spec: terms joined by '+', each a fixed
 // duration ("50ms"; fixed terms add up), a uniform range ("10ms-100ms", at
 // most one) or an exponential draw with a mean ("exp:20ms", at most one).
 // Example: "5ms+exp:20ms".
-func ParseLatency(spec string) (Latency, error) {
+func parseLatency(spec string) (Latency, error) {
 	var l Latency
 	if strings.TrimSpace(spec) == "" {
 		return l, fmt.Errorf("latency: empty spec")
@@ -72,7 +72,7 @@ func ParseRouteLatency(s string) (string, Latency, error) {
 	if route != "*" && routeIndex(route) < 0 {
 		return "", Latency{}, fmt.Errorf("latency %q: unknown route %q (routes: %s, *)", s, route, strings.Join(routeNames[:], ", "))
 	}
-	l, err := ParseLatency(spec)
+	l, err := parseLatency(spec)
 	return route, l, err
 }
 

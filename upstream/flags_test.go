@@ -30,9 +30,9 @@ func TestParseLatencyTerms(t *testing.T) {
 		{"20ms-10ms", Latency{}, false},
 	}
 	for _, tc := range tests {
-		got, err := ParseLatency(tc.spec)
+		got, err := parseLatency(tc.spec)
 		if (err == nil) != tc.ok || tc.ok && got != tc.want {
-			t.Errorf("ParseLatency(%q) = %+v, %v; want %+v ok=%v", tc.spec, got, err, tc.want, tc.ok)
+			t.Errorf("parseLatency(%q) = %+v, %v; want %+v ok=%v", tc.spec, got, err, tc.want, tc.ok)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/projects"
 )
 

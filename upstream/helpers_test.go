@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
+	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/relayauth"
 )

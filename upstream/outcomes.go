@@ -24,16 +24,16 @@ var categoryNames = [...]string{
 	"seer_user", "profile_backend", "profile_ui", "trace_metric_byte",
 }
 
-// OutcomeName returns the name of outcome id (or "unknown:<id>").
-func OutcomeName(id int64) string {
+// outcomeName returns the name of outcome id (or "unknown:<id>").
+func outcomeName(id int64) string {
 	if id >= 0 && id < int64(len(outcomeNames)) {
 		return outcomeNames[id]
 	}
 	return "unknown:" + strconv.FormatInt(id, 10)
 }
 
-// CategoryName returns the name of data category id (or "unknown:<id>").
-func CategoryName(id int64) string {
+// categoryName returns the name of data category id (or "unknown:<id>").
+func categoryName(id int64) string {
 	if id >= 0 && id < int64(len(categoryNames)) {
 		return categoryNames[id]
 	}
@@ -85,7 +85,7 @@ func (s *Server) addBuckets(c *counters, buckets []bucket) {
 		}
 		cat := b.Tags["category"]
 		if id, err := strconv.ParseInt(cat, 10, 64); err == nil {
-			cat = CategoryName(id)
+			cat = categoryName(id)
 		} else {
 			cat = "unknown:" + clipReason(cat)
 		}
@@ -165,7 +165,7 @@ func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, 
 	for _, o := range q.Outcomes {
 		cat := "default"
 		if o.Category != nil {
-			cat = CategoryName(*o.Category)
+			cat = categoryName(*o.Category)
 		}
 		qty := int64(1)
 		if o.Quantity != nil {
@@ -175,7 +175,7 @@ func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, 
 		if o.Reason != nil {
 			reason = clipReason(*o.Reason)
 		}
-		c.outcomes.add(OutcomeName(o.Outcome), cat, reason, qty)
+		c.outcomes.add(outcomeName(o.Outcome), cat, reason, qty)
 	}
 	writeRawJSON(w, http.StatusOK, emptyObject)
 }

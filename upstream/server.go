@@ -63,7 +63,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/relayauth"
 )

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relayload/relayload/canary"
 	"github.com/relayload/relayload/envelope"
+	"github.com/relayload/relayload/internal/canary"
 )
 
 // handleEnvelope is the envelope sink: POST /api/<project_id>/envelope/.

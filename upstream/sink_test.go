@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/canary"
-	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
+	"github.com/relayload/relayload/internal/canary"
+	"github.com/relayload/relayload/internal/compression"
 )
 
 const eventID = "9ec79c33ec9942ab8353589fcb2e04dc"

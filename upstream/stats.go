@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/relayload/relayload/canary"
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/canary"
+	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/projects"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 )
 
 // TestTimeline checks that data envelopes are counted by the second they

@@ -4,10 +4,10 @@ import (
 	"flag"
 	"time"
 
-	"github.com/relayload/relayload/blast"
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/cli"
-	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/pool"
 )
 
 // options are blast's flags as given, and the values parsed from them.

@@ -21,9 +21,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/cli"
-	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/projects"
 )
 

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/blast"
+	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/internal/testutil"
-	"github.com/relayload/relayload/pool"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/upstream"
 )

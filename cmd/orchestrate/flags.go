@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/internal/cli"
-	"github.com/relayload/relayload/orchestrate"
-	"github.com/relayload/relayload/orchestrate/relayconfig"
-	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
+	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/upstream"
 )
 

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
-	"github.com/relayload/relayload/orchestrate"
-	"github.com/relayload/relayload/report"
+	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/report"
 )
 
 const usage = `orchestrate: a fresh fake upstream and Relay per rate, Relay's cost measured and reported.

@@ -16,9 +16,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/relayload/relayload/orchestrate"
-	"github.com/relayload/relayload/pool"
-	"github.com/relayload/relayload/report"
+	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/report"
 )
 
 // Options say which Relay to measure and how long each step runs.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/testutil"
-	"github.com/relayload/relayload/orchestrate"
 )
 
 // TestMarkdown renders a card with every section and checks the figures

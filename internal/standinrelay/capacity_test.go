@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/blast"
-	"github.com/relayload/relayload/compression"
-	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/upstream"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
+	"github.com/relayload/relayload/internal/compression"
 )
 
 // maxEnvelopeSize bounds a request body, decoded (Relay's

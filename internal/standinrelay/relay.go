@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/relayauth"
 )
 

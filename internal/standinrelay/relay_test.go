@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	statsdrecv "github.com/relayload/relayload/statsd"
+	statsdrecv "github.com/relayload/relayload/internal/statsd"
 	"github.com/relayload/relayload/upstream"
 )
 

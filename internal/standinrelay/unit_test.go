@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayload/relayload/compression"
+	"github.com/relayload/relayload/internal/compression"
 )
 
 func TestParseConfig(t *testing.T) {

@@ -35,9 +35,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/relayload/relayload/blast"
-	"github.com/relayload/relayload/orchestrate/relayproc"
-	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/projects"
 )
 

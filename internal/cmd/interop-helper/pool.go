@@ -10,10 +10,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/relayload/relayload/canary"
-	"github.com/relayload/relayload/compression"
 	"github.com/relayload/relayload/envelope"
-	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/internal/canary"
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/projects"
 )
 

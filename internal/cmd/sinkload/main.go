@@ -33,9 +33,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/relayload/relayload/compression"
-	"github.com/relayload/relayload/orchestrate/relayproc"
-	"github.com/relayload/relayload/pool"
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/relayauth"
 )

@@ -1,0 +1,314 @@
+package blast
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/internal/compression"
+)
+
+// fakeOutcomes records n synthetic outcomes into each recorder (recs[i]
+// belongs to runners[i]), as if released and sent by each runner.
+func fakeOutcomes(runners []*runner, seed uint64, n int, into ...*recorder) {
+	r := runners[0]
+	rnd := rand.New(rand.NewPCG(seed, 9))
+	for i := range n {
+		intended := time.Duration(rnd.IntN(int(5 * time.Second)))
+		sent := intended + time.Duration(rnd.ExpFloat64()*float64(300*time.Microsecond))
+		done := sent + time.Duration(rnd.ExpFloat64()*float64(2*time.Millisecond))
+		status, err := 200, error(nil)
+		switch rnd.IntN(10) {
+		case 0:
+			status = 429
+		case 1:
+			err = errTimeoutForTest
+		}
+		j := job{k: int64(i), intended: intended, warm: i%17 == 0}
+		if rnd.IntN(50) == 0 {
+			for x, rec := range into {
+				rec.drop(runners[x], j)
+			}
+			continue
+		}
+		for x, rec := range into {
+			if !j.warm {
+				runners[x].started.Add(1)
+			}
+			rec.record(runners[x], j, uint8(i%len(r.kinds)), sent, done, status, err)
+		}
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string { return "i/o timeout" }
+func (timeoutErr) Timeout() bool { return true }
+
+var errTimeoutForTest error = timeoutErr{}
+
+func newFakeRunner(t *testing.T) *runner {
+	p := testPool(t, 20, compression.Identity)
+	cfg, u, err := Config{Target: "http://127.0.0.1:1", Pool: p, Rate: 1000, Duration: 5 * time.Second}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{cfg: cfg, clock: newRealClock()}
+	r.prepare(u.String())
+	return r
+}
+
+// Merging two results gives exactly the counters, sketches and windows of
+// one result that saw the union of their outcomes.
+func TestMergeEqualsUnion(t *testing.T) {
+	ra, rb, ru := newFakeRunner(t), newFakeRunner(t), newFakeRunner(t)
+	ua, ub := ru.newRecorder(), ru.newRecorder()
+	fakeOutcomes([]*runner{ra, ru}, 1, 3000, ra.newRecorder(), ua)
+	fakeOutcomes([]*runner{rb, ru}, 2, 5000, rb.newRecorder(), ub)
+	a, b, union := ra.collect(), rb.collect(), ru.collect()
+	for _, r := range []*Result{a, b, union} {
+		r.Elapsed = 5 * time.Second
+		r.finish()
+	}
+	// Through JSON, as blast merge reads them.
+	var parts []*Result
+	for _, r := range []*Result{a, b} {
+		buf, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Result
+		if err := json.Unmarshal(buf, &back); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, &back)
+	}
+	m, err := Merge(parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Sent != union.Sent || m.OK != union.OK || m.Dropped != union.Dropped || m.Scheduled != union.Scheduled ||
+		m.WarmupSent != union.WarmupSent || m.WarmupOK != union.WarmupOK || m.WarmupDropped != union.WarmupDropped {
+		t.Fatalf("merged counters %+v\nunion %+v", m, union)
+	}
+	if union.Sent < 7000 || union.Dropped == 0 || union.Errors[ClassTimeout] == 0 || union.ByStatus[429] == 0 {
+		t.Fatalf("test data too thin: %+v", union)
+	}
+	for _, mp := range []struct{ a, b map[string]int64 }{{m.Errors, union.Errors}} {
+		for k, v := range mp.b {
+			if mp.a[k] != v {
+				t.Errorf("errors[%s] %d, want %d", k, mp.a[k], v)
+			}
+		}
+	}
+	for k, v := range union.ByStatus {
+		if m.ByStatus[k] != v {
+			t.Errorf("status %d: %d, want %d", k, m.ByStatus[k], v)
+		}
+	}
+	for k, v := range union.ByKind {
+		if m.ByKind[k] != v || m.OKByKind[k] != union.OKByKind[k] {
+			t.Errorf("kind %s: %d/%d, want %d/%d", k, m.ByKind[k], m.OKByKind[k], v, union.OKByKind[k])
+		}
+	}
+	for _, metric := range []Metric{MetricLatency, MetricLag, MetricService} {
+		if !m.Sketch(metric).Equal(union.Sketch(metric)) {
+			t.Errorf("%s: merged sketch differs from the union's", metric)
+		}
+	}
+	if len(m.Windows) != len(union.Windows) {
+		t.Fatalf("%d windows, want %d", len(m.Windows), len(union.Windows))
+	}
+	for i, w := range union.Windows {
+		mw := m.Windows[i]
+		if mw.Sent != w.Sent || mw.OK != w.OK || mw.Errors != w.Errors || mw.Dropped != w.Dropped || !mw.Latency.Equal(w.Latency) {
+			t.Errorf("window %d differs", i)
+		}
+	}
+}
+
+func TestResultJSONRoundTrip(t *testing.T) {
+	r := newFakeRunner(t)
+	fakeOutcomes([]*runner{r}, 3, 2000, r.newRecorder())
+	res := r.collect()
+	res.Elapsed = 5 * time.Second
+	res.finish()
+	a, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(a, &back); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("round trip changed the JSON:\n%s\n%s", a, b)
+	}
+	if len(a) > 100<<10 {
+		t.Errorf("result JSON %d bytes for a 5 s run", len(a))
+	}
+	var sum strings.Builder
+	if err := back.WriteSummary(&sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sent", "2xx", "429:", "timeout:", "dropped", "latency", "service", "lag", "p99.9", "by kind"} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum.String())
+		}
+	}
+}
+
+func TestMergeRejects(t *testing.T) {
+	r := newFakeRunner(t)
+	fakeOutcomes([]*runner{r}, 4, 100, r.newRecorder())
+	a := r.collect()
+	b := *a
+	b.Rate = 5
+	if _, err := Merge(a, &b); err == nil {
+		t.Error("merged different rates")
+	}
+	c := *a
+	c.Schema = 99
+	if _, err := Merge(a, &c); err == nil {
+		t.Error("merged another schema")
+	}
+	if _, err := Merge(); err == nil {
+		t.Error("merged nothing")
+	}
+}
+
+// A result file with windows not numbered 0, 1, 2, … is rejected: Merge
+// indexes windows by second (a negative one crashed blast merge).
+func TestParseResultRejectsBadWindows(t *testing.T) {
+	r := newFakeRunner(t)
+	fakeOutcomes([]*runner{r}, 5, 300, r.newRecorder())
+	res := r.collect()
+	res.Elapsed = 5 * time.Second
+	res.finish()
+	good, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseResult(good); err != nil {
+		t.Fatalf("a written result does not parse: %v", err)
+	}
+	for _, second := range []int{-3, 1 << 40, 7} {
+		bad := *res
+		bad.Windows = slices.Clone(res.Windows)
+		bad.Windows[1].Second = second
+		b, err := json.Marshal(&bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseResult(b); err == nil {
+			t.Errorf("window second %d accepted", second)
+		}
+	}
+	for _, b := range []string{`{}`, `{"schema":1}`, `[]`, `{"schema":1,"latency":null}`} {
+		if _, err := ParseResult([]byte(b)); err == nil {
+			t.Errorf("accepted %s", b)
+		}
+	}
+}
+
+// FuzzParseResult: whatever parses can be merged, summarized and written
+// again without a panic and with bounded memory.
+func FuzzParseResult(f *testing.F) {
+	s := NewSketch()
+	s.Add(time.Millisecond)
+	sk, _ := json.Marshal(s)
+	f.Add([]byte(`{"schema":1,"rate":100,"shards":1,"latency":` + string(sk) + `,"lag":` + string(sk) + `,"service":` + string(sk) +
+		`,"windows":[{"second":0,"sent":3,"latency":` + string(sk) + `}],"by_status":{"200":3},"errors":{"timeout":1}}`))
+	f.Add([]byte(`{"schema":1,"windows":[{"second":-1}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseResult(b)
+		if err != nil {
+			return
+		}
+		m, err := Merge(r, r)
+		if err != nil {
+			return
+		}
+		if err := m.WriteSummary(io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// finish marks a run invalid above 0.1% drops or 5 ms lag p99 (and only
+// then), and the summary says so.
+func TestValidity(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		scheduled, drops int64
+		lag              time.Duration // every request's lag
+		invalid          string        // substring of the reason; "" = valid
+	}{
+		{"clean", 10000, 0, time.Millisecond, ""},
+		{"drops at the limit", 10000, 10, time.Millisecond, ""},
+		{"drops over the limit", 10000, 11, time.Millisecond, "dropped 11 of 10000"},
+		{"lag at the limit", 10000, 0, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
+		{"lag over the limit", 10000, 0, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Result{Scheduled: tc.scheduled, Dropped: tc.drops, Sent: tc.scheduled - tc.drops, Rate: 1000,
+				Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch()}
+			for range r.Sent {
+				r.Lag.Add(tc.lag)
+			}
+			r.finish()
+			var sum strings.Builder
+			if err := r.WriteSummary(&sum); err != nil {
+				t.Fatal(err)
+			}
+			if tc.invalid == "" {
+				if r.Invalid || strings.Contains(sum.String(), "INVALID") {
+					t.Fatalf("marked invalid: %q\n%s", r.InvalidReasons, sum.String())
+				}
+				return
+			}
+			if !r.Invalid || len(r.InvalidReasons) != 1 || !strings.Contains(r.InvalidReasons[0], tc.invalid) {
+				t.Fatalf("invalid %v, reasons %q; want one containing %q", r.Invalid, r.InvalidReasons, tc.invalid)
+			}
+			if !strings.Contains(sum.String(), "INVALID") || !strings.Contains(sum.String(), tc.invalid) {
+				t.Fatalf("summary does not say INVALID:\n%s", sum.String())
+			}
+		})
+	}
+}
+
+// WindowDeviations covers the full measured seconds only: not the warm-up,
+// not the last partial second; a shard is held to its share of the rate.
+func TestWindowDeviations(t *testing.T) {
+	r := &Result{Rate: 1000, Shards: 2, Shard: 1, Warmup: time.Second, Elapsed: 3500 * time.Millisecond}
+	for i, sent := range []int64{100, 500, 505, 490, 250} { // warm-up, 3 full seconds, partial
+		r.Windows = append(r.Windows, Window{Second: i, Sent: sent})
+	}
+	got := r.WindowDeviations()
+	want := []float64{0, 0.01, -0.02}
+	if len(got) != len(want) {
+		t.Fatalf("deviations %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("deviations %v, want %v", got, want)
+		}
+	}
+	r.Rate = 0 // closed loop: no target to deviate from
+	if d := r.WindowDeviations(); d != nil {
+		t.Fatalf("closed loop deviations %v", d)
+	}
+}

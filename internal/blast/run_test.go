@@ -1,0 +1,625 @@
+package blast
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/testutil"
+	"github.com/relayload/relayload/projects"
+	"github.com/relayload/relayload/upstream"
+)
+
+var clients = []string{ClientFastHTTP, ClientNetHTTP}
+
+// exact is the request timeout of tests that assert exact counts: long
+// enough that a loaded shared machine cannot turn a slow answer into an
+// error.
+const exact = 30 * time.Second
+
+// checkInvariants asserts the Result's accounting identities.
+func checkInvariants(t *testing.T, r *Result) {
+	t.Helper()
+	var statuses, errs, kinds int64
+	for _, n := range r.ByStatus {
+		statuses += n
+	}
+	for _, n := range r.Errors {
+		errs += n
+	}
+	for _, n := range r.ByKind {
+		kinds += n
+	}
+	if r.Sent+r.Dropped != r.Scheduled {
+		t.Errorf("sent %d + dropped %d != scheduled %d", r.Sent, r.Dropped, r.Scheduled)
+	}
+	if statuses+errs+r.Abandoned != r.Sent {
+		t.Errorf("statuses %d + errors %d + abandoned %d != sent %d", statuses, errs, r.Abandoned, r.Sent)
+	}
+	if kinds+r.Abandoned != r.Sent {
+		t.Errorf("by kind %d + abandoned %d != sent %d", kinds, r.Abandoned, r.Sent)
+	}
+	if r.Lag.Count()+r.Abandoned != r.Sent || r.Latency.Count() != statuses || r.Service.Count() != statuses {
+		t.Errorf("sketch counts lag %d latency %d service %d; sent %d responses %d", r.Lag.Count(), r.Latency.Count(), r.Service.Count(), r.Sent, statuses)
+	}
+	var wSent, wDropped int64
+	for i, w := range r.Windows {
+		if w.Second != i {
+			t.Errorf("window %d has second %d", i, w.Second)
+		}
+		wSent += w.Sent
+		wDropped += w.Dropped
+	}
+	if wSent+r.Abandoned != r.Sent+r.WarmupSent || wDropped != r.Dropped+r.WarmupDropped {
+		t.Errorf("windows sent %d dropped %d; result sent %d+%d dropped %d+%d", wSent, wDropped, r.Sent, r.WarmupSent, r.Dropped, r.WarmupDropped)
+	}
+}
+
+// Every slot k sends pool entry k mod len exactly once, with the entry's
+// headers; the server receives exactly what blast counts as OK.
+func TestRunExactCounts(t *testing.T) {
+	for _, client := range clients {
+		for _, enc := range []compression.Encoding{compression.Identity, compression.Zstd} {
+			t.Run(client+"/"+string(enc), func(t *testing.T) {
+				srv := newCountingServer(t)
+				p := testPool(t, 97, enc)
+				const n = 600
+				res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 3000, Count: n, Client: client, Timeout: exact})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkInvariants(t, res)
+				if res.Sent != n || res.OK != n || res.Scheduled != n || srv.n.Load() != n {
+					t.Fatalf("sent %d ok %d scheduled %d, server got %d; want %d", res.Sent, res.OK, res.Scheduled, srv.n.Load(), n)
+				}
+				want := map[string]int{}
+				wantKinds := map[pool.Kind]int64{}
+				wantPaths := map[string]int{}
+				for k := 0; k < n; k++ {
+					e := p.Entries[k%len(p.Entries)]
+					want[string(e.Body)]++
+					wantKinds[e.Kind]++
+					wantPaths[p.Options.Projects[e.Project].EnvelopePath()]++
+				}
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				if len(srv.bodies) != len(want) {
+					t.Fatalf("server saw %d distinct bodies, want %d", len(srv.bodies), len(want))
+				}
+				for b, c := range want {
+					if srv.bodies[b] != c {
+						t.Fatalf("a body arrived %d times, want %d", srv.bodies[b], c)
+					}
+				}
+				for path, c := range wantPaths {
+					if srv.paths[path] != c {
+						t.Fatalf("path %s: %d requests, want %d", path, srv.paths[path], c)
+					}
+				}
+				for k, c := range wantKinds {
+					if res.ByKind[k] != c || res.OKByKind[k] != c {
+						t.Fatalf("kind %s: sent %d ok %d, want %d", k, res.ByKind[k], res.OKByKind[k], c)
+					}
+				}
+				keys := map[string]bool{}
+				uas := map[string]bool{}
+				for _, e := range p.Entries {
+					keys[p.Options.Projects[e.Project].PublicKey] = true
+					uas[e.UserAgent+"|"+e.ForwardedFor] = true
+				}
+				for _, h := range srv.hdrs {
+					if got := h.Get("Content-Type"); got != "application/x-sentry-envelope" {
+						t.Fatalf("Content-Type %q", got)
+					}
+					wantEnc := string(enc)
+					if enc == compression.Identity {
+						wantEnc = ""
+					}
+					if got := h.Get("Content-Encoding"); got != wantEnc {
+						t.Fatalf("Content-Encoding %q, want %q", got, wantEnc)
+					}
+					if !keys[projects.ParseAuthKey(h.Get("X-Sentry-Auth"))] {
+						t.Fatalf("X-Sentry-Auth %q has no pool project key", h.Get("X-Sentry-Auth"))
+					}
+					if !uas[h.Get("User-Agent")+"|"+h.Get("X-Forwarded-For")] {
+						t.Fatalf("User-Agent %q / X-Forwarded-For %q not from the pool", h.Get("User-Agent"), h.Get("X-Forwarded-For"))
+					}
+				}
+			})
+		}
+	}
+}
+
+// N shards of one schedule together send exactly what one process sends,
+// and Merge adds them up exactly.
+func TestRunShardsMerge(t *testing.T) {
+	srv := newCountingServer(t)
+	p := testPool(t, 50, compression.Gzip)
+	const n = 999
+	one, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 4000, Count: n, Timeout: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []*Result
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 4000, Count: n, Shard: i, Shards: 3, Timeout: exact})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			checkInvariants(t, r)
+			if r.Sent != n/3 || r.ShareRate() != 4000.0/3 {
+				t.Errorf("shard %d sent %d, share rate %v", i, r.Sent, r.ShareRate())
+			}
+			// Round trip through JSON, as blast merge does.
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var back Result
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			parts = append(parts, &back)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	m, err := Merge(parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, m)
+	if m.Sent != one.Sent || m.OK != one.OK || m.Scheduled != one.Scheduled || m.Shard != -1 || m.Parts != 3 {
+		t.Fatalf("merged sent %d ok %d scheduled %d shard %d parts %d; one run %d %d %d", m.Sent, m.OK, m.Scheduled, m.Shard, m.Parts, one.Sent, one.OK, one.Scheduled)
+	}
+	for k, c := range one.ByKind {
+		if m.ByKind[k] != c {
+			t.Errorf("kind %s: merged %d, one run %d", k, m.ByKind[k], c)
+		}
+	}
+	if srv.n.Load() != 2*n {
+		t.Errorf("server got %d, want %d", srv.n.Load(), 2*n)
+	}
+	if _, err := Merge(parts[0], parts[0]); err == nil {
+		t.Error("merging a shard with itself succeeded")
+	}
+}
+
+// Rate accuracy with bounds generous enough for a noisy shared box; the
+// exact targets are in the benchmark.
+func TestRunRate(t *testing.T) {
+	srv := newCountingServer(t)
+	p := testPool(t, 40, compression.Identity)
+	start := time.Now()
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 500, Duration: 2 * time.Second, Timeout: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	checkInvariants(t, res)
+	if res.Scheduled != 1000 || res.Sent+res.Dropped != 1000 {
+		t.Fatalf("scheduled %d sent %d dropped %d, want 1000", res.Scheduled, res.Sent, res.Dropped)
+	}
+	// Lower bounds are exact (nothing is released early); upper bounds only
+	// catch a broken pacer, not a loaded machine.
+	if took < 1990*time.Millisecond || took > 15*time.Second {
+		t.Errorf("2 s schedule took %v", took)
+	}
+	if a := res.AchievedRate(); a < 100 || a > 500.001 {
+		t.Errorf("achieved %.1f/s of 500/s", a)
+	}
+	if len(res.Windows) < 2 || len(res.Windows) > 3 {
+		t.Errorf("%d windows for 2 s", len(res.Windows))
+	}
+	if res.Lag.Count() != 1000 || res.Lag.Quantile(0.5) > time.Second {
+		t.Errorf("lag count %d p50 %v", res.Lag.Count(), res.Lag.Quantile(0.5))
+	}
+}
+
+func TestRunWarmup(t *testing.T) {
+	srv := newCountingServer(t)
+	p := testPool(t, 30, compression.Identity)
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 1000, Warmup: 200 * time.Millisecond, Count: 300, Timeout: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	if res.WarmupSent+res.WarmupDropped != 200 || res.Sent+res.Dropped != 300 || srv.n.Load() != res.WarmupSent+res.Sent || res.WarmupOK != res.WarmupSent {
+		t.Fatalf("warm-up %d+%d, measured %d+%d, server %d", res.WarmupSent, res.WarmupDropped, res.Sent, res.Dropped, srv.n.Load())
+	}
+	if res.Elapsed < 300*time.Millisecond || res.Warmup != 200*time.Millisecond {
+		t.Errorf("elapsed %v warmup %v", res.Elapsed, res.Warmup)
+	}
+}
+
+func TestRunClosedLoop(t *testing.T) {
+	for _, client := range clients {
+		srv := newCountingServer(t)
+		p := testPool(t, 30, compression.Identity)
+		res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 0, Concurrency: 4, Count: 400, Client: client, Timeout: exact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, res)
+		if res.Sent != 400 || res.OK != 400 || srv.n.Load() != 400 || res.Dropped != 0 {
+			t.Fatalf("%s: sent %d ok %d server %d dropped %d", client, res.Sent, res.OK, srv.n.Load(), res.Dropped)
+		}
+		if res.Lag.Quantile(1) != 0 {
+			t.Errorf("closed loop lag max %v, want 0", res.Lag.Quantile(1))
+		}
+		res, err = Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 0, Concurrency: 2, Duration: 300 * time.Millisecond, Client: client, Timeout: exact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, res)
+		if res.Sent == 0 || res.OK != res.Sent || res.Elapsed < 300*time.Millisecond || res.Elapsed > 3*time.Second {
+			t.Fatalf("%s: duration run sent %d ok %d elapsed %v", client, res.Sent, res.OK, res.Elapsed)
+		}
+	}
+}
+
+func TestRunStatuses(t *testing.T) {
+	srv := newCountingServer(t)
+	srv.status = func(n int64) int {
+		switch n % 4 {
+		case 1:
+			return 429
+		case 2:
+			return 500
+		}
+		return 200
+	}
+	p := testPool(t, 30, compression.Identity)
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 2000, Count: 400, Timeout: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	if res.ByStatus[429] != 100 || res.ByStatus[500] != 100 || res.ByStatus[200] != 200 || res.OK != 200 {
+		t.Fatalf("by status %v ok %d", res.ByStatus, res.OK)
+	}
+}
+
+// A target slower than MaxInflight allows: slots are dropped, counted, and
+// the run is marked invalid; it still ends on time.
+func TestRunDrops(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		case <-time.After(400 * time.Millisecond):
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	p := testPool(t, 30, compression.Identity)
+	start := time.Now()
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 200, Duration: time.Second, MaxInflight: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	if res.Dropped < 100 || res.Scheduled != 200 || !res.Invalid || !strings.Contains(strings.Join(res.InvalidReasons, ";"), "dropped") {
+		t.Fatalf("dropped %d of %d, invalid %v %q", res.Dropped, res.Scheduled, res.Invalid, res.InvalidReasons)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t *testing.T) string {
+	return "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+}
+
+// rawServer accepts connections and hands each to handle.
+func rawServer(t *testing.T, handle func(net.Conn)) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() { defer wg.Done(); handle(c) }()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+// waitGoroutines waits until the goroutine count is back near base.
+func waitGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base+2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines, baseline %d\n%s", n, base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A target that refuses, resets or never answers: every request counts in
+// its error class, the run ends on time, goroutines return to baseline.
+func TestRunFailingTargets(t *testing.T) {
+	p := testPool(t, 30, compression.Identity)
+	hijackClose := func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0) // RST
+			}
+		}
+		c.Close()
+	}
+	closeAfterRead := func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err == nil {
+			io.Copy(io.Discard, req.Body)
+		}
+		c.Close() // FIN before any response byte
+	}
+	neverAnswer := func(c net.Conn) {
+		io.Copy(io.Discard, c) // read until the client gives up
+		c.Close()
+	}
+	for _, client := range clients {
+		// Only the silent server needs a short timeout; the others fail fast,
+		// and a long timeout keeps a loaded machine from turning them into
+		// timeouts.
+		for _, tc := range []struct {
+			name    string
+			addr    func() string
+			class   string
+			timeout time.Duration
+		}{
+			{"refused", func() string { return freeAddr(t) }, ClassRefused, exact},
+			{"reset", func() string { return rawServer(t, hijackClose) }, ClassReset, exact},
+			{"closed", func() string { return rawServer(t, closeAfterRead) }, ClassReset, exact},
+			{"never answers", func() string { return rawServer(t, neverAnswer) }, ClassTimeout, 200 * time.Millisecond},
+		} {
+			t.Run(client+"/"+tc.name, func(t *testing.T) {
+				base := runtime.NumGoroutine()
+				addr := tc.addr()
+				start := time.Now()
+				res, err := Run(context.Background(), Config{Target: "http://" + addr, Pool: p, Rate: 200, Duration: 500 * time.Millisecond,
+					Timeout: tc.timeout, Client: client})
+				if err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(start)
+				checkInvariants(t, res)
+				if res.Sent != 100 || res.Errors[tc.class] != 100 || res.OK != 0 {
+					t.Fatalf("sent %d, errors %v %q, ok %d; want 100 %s", res.Sent, res.Errors, res.ErrorSamples, res.OK, tc.class)
+				}
+				if took > 10*time.Second {
+					t.Errorf("run took %v", took)
+				}
+				waitGoroutines(t, base+1) // +1: the raw server's accept loop
+			})
+		}
+	}
+}
+
+// Cancelling stops sending at once, waits for in-flight requests up to
+// Grace, and returns the partial result.
+func TestRunCancel(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Block") != "" {
+			<-block
+		}
+	}))
+	defer srv.Close()
+	defer close(block)
+	p := testPool(t, 30, compression.Identity)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := Run(ctx, Config{Target: srv.URL, Pool: p, Rate: 1000, Duration: 10 * time.Second, Grace: time.Second, Timeout: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("cancelled run took %v", took)
+	}
+	checkInvariants(t, res)
+	if !res.Interrupted || !res.Invalid || res.Sent < 100 || res.Sent > 2000 || res.OK != res.Sent {
+		t.Fatalf("interrupted %v invalid %v sent %d ok %d", res.Interrupted, res.Invalid, res.Sent, res.OK)
+	}
+}
+
+// Requests still out when the grace period ends count as abandoned.
+func TestRunCancelAbandons(t *testing.T) {
+	base := runtime.NumGoroutine()
+	addr := rawServer(t, func(c net.Conn) { io.Copy(io.Discard, c); c.Close() })
+	p := testPool(t, 30, compression.Identity)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	res, err := Run(ctx, Config{Target: "http://" + addr, Pool: p, Rate: 100, Duration: 5 * time.Second, Timeout: time.Second, Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	if res.Abandoned == 0 || res.Abandoned != res.Sent || !res.Interrupted {
+		t.Fatalf("abandoned %d sent %d interrupted %v", res.Abandoned, res.Sent, res.Interrupted)
+	}
+	waitGoroutines(t, base+1)
+}
+
+// Against the real fake upstream: what blast counts as OK is what the
+// upstream accepted.
+func TestRunAgainstUpstream(t *testing.T) {
+	p := testPool(t, 200, compression.Zstd)
+	up, err := upstream.New(upstream.Config{Projects: p.Options.Projects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(up.Handler())
+	defer srv.Close()
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 2000, Count: 1000, Timeout: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, res)
+	st := up.Stats()
+	if res.OK != 1000 || st.Envelopes != res.OK {
+		t.Fatalf("blast ok %d (statuses %v), upstream accepted %d, errors %v", res.OK, res.ByStatus, st.Envelopes, st.Errors)
+	}
+}
+
+func TestRunBadConfig(t *testing.T) {
+	p := testPool(t, 10, compression.Identity)
+	for _, cfg := range []Config{
+		{Target: "http://127.0.0.1:1", Pool: p, Rate: -1},
+		{Target: "ftp://127.0.0.1:1", Pool: p, Rate: 1},
+		{Target: "::nonsense", Pool: p, Rate: 1},
+		{Target: "http://127.0.0.1:1", Pool: nil, Rate: 1},
+		{Target: "http://127.0.0.1:1", Pool: p, Rate: 1, Shard: 2, Shards: 2},
+		{Target: "http://127.0.0.1:1", Pool: p, Rate: 1, Client: "curl"},
+		{Target: "http://127.0.0.1:1", Pool: p, Rate: 1, Duration: -time.Second},
+	} {
+		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: err %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+func TestForSending(t *testing.T) {
+	p := testPool(t, 40, compression.Gzip)
+	q := ForSending(p)
+	if len(q.Entries) != len(p.Entries) || q.Options.Encoding != p.Options.Encoding {
+		t.Fatal("entries or options lost")
+	}
+	for i, e := range q.Entries {
+		o := p.Entries[i]
+		if string(e.Body) != string(o.Body) || e.Kind != o.Kind || e.Project != o.Project || e.UserAgent != o.UserAgent ||
+			e.ForwardedFor != o.ForwardedFor || e.EventID != o.EventID || e.RawSize != o.RawSize || e.Items != o.Items {
+			t.Fatalf("entry %d differs", i)
+		}
+		if cap(e.Body) != len(e.Body) {
+			t.Fatalf("entry %d body can grow into its neighbour", i)
+		}
+	}
+}
+
+// A target that dies mid-run: what was answered counts as OK, the rest by
+// error class; the run still ends on schedule.
+func TestRunTargetDiesMidRun(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			srv := newCountingServer(t)
+			p := testPool(t, 30, compression.Identity)
+			time.AfterFunc(400*time.Millisecond, func() {
+				srv.Listener.Close()
+				srv.CloseClientConnections()
+			})
+			start := time.Now()
+			res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 500, Duration: time.Second,
+				Timeout: 500 * time.Millisecond, Client: client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, res)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if res.Sent != 500 || res.OK == 0 || res.OK > srv.n.Load() || res.Errors[ClassRefused] == 0 {
+				t.Fatalf("sent %d ok %d (server %d) errors %v %q", res.Sent, res.OK, srv.n.Load(), res.Errors, res.ErrorSamples)
+			}
+			srv.Close()
+			waitGoroutines(t, base)
+		})
+	}
+}
+
+// MaxConns bounds connections; requests beyond wait for one, and the wait
+// shows in latency (from the intended time), not as drops or errors.
+func TestRunMaxConns(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) {
+			var cur, peak atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := cur.Add(1)
+				defer cur.Add(-1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				io.Copy(io.Discard, r.Body)
+				time.Sleep(40 * time.Millisecond)
+			}))
+			defer srv.Close()
+			p := testPool(t, 20, compression.Identity)
+			res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 200, Count: 60, MaxConns: 2, Timeout: exact, Client: client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, res)
+			if res.OK != 60 || res.Dropped != 0 || peak.Load() > 2 {
+				t.Fatalf("ok %d dropped %d, server saw %d concurrent requests (want <= 2)", res.OK, res.Dropped, peak.Load())
+			}
+			// 60 requests × 40 ms over 2 connections take ≥ 1.2 s, the
+			// schedule 0.3 s: the queueing shows in latency.
+			if res.Latency.Max() < 800*time.Millisecond || res.Service.Max() < 40*time.Millisecond {
+				t.Errorf("latency max %v service max %v: waiting for a connection not counted", res.Latency.Max(), res.Service.Max())
+			}
+		})
+	}
+}

@@ -1,0 +1,370 @@
+// Package orchestrate measures what a Relay costs per envelope and where it
+// stops keeping up. For every rate (and round, and build) it starts a fresh
+// in-process fake upstream and a fresh Relay process, warms Relay up,
+// measures its idle CPU, runs blast at the rate, samples Relay's CPU and
+// memory from procfs, drains, stops Relay and judges the step. Without a
+// Relay binary it measures the harness itself: blast straight into the fake
+// upstream.
+//
+// Run returns a Report (plain structs that marshal to JSON); package report
+// renders it as tables, CSV, Markdown and charts.
+package orchestrate
+
+import (
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/configerr"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
+	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/pool"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultDuration = 30 * time.Second
+	DefaultWarmup   = 2 * time.Second
+	// DefaultIdle is long enough for Relay's idle CPU (about 0.01 cores:
+	// 3 ticks of 10 ms) and short enough that, with the other fixed phases,
+	// a step at the default duration spends under a quarter of its time
+	// outside the measured window (41 s for 30 s measured with 5 s idle).
+	DefaultIdle            = 3 * time.Second
+	DefaultReadyTimeout    = 30 * time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultWarmupTimeout   = 20 * time.Second
+	DefaultDrainTimeout    = 20 * time.Second
+	DefaultProjects        = 100
+	DefaultPoolSize        = 5000
+	DefaultMaxP99          = time.Second
+	DefaultFindMaxProbes   = 7
+	DefaultSampleInterval  = 100 * time.Millisecond
+	// DefaultMaxCatchUp bounds the time from blast's end until the last
+	// envelope is forwarded for a step that kept up.
+	DefaultMaxCatchUp = 3 * time.Second
+	// DefaultConcurrency is the closed-loop senders of a RateMax step.
+	DefaultConcurrency = 64
+	// DefaultVerifyEnvelopeEvery: the fake upstream fully verifies every
+	// 16th forwarded envelope's signature and checks form and age on the
+	// rest (Relay signs every request anew; verifying each was 18% of the
+	// harness's CPU at 600/s).
+	DefaultVerifyEnvelopeEvery = 16
+	// DefaultMaxRelayRSS stops blast when Relay's RSS passes it, so that a
+	// Relay that buffers everything cannot take the machine down.
+	DefaultMaxRelayRSS = 4 << 30
+	// ReadyPoll is how often readiness is polled.
+	ReadyPoll = 50 * time.Millisecond
+)
+
+// ErrConfig is matched (errors.Is) by every error caused by a bad Config.
+var ErrConfig = configerr.ErrConfig
+
+// ConfigError is a bad Config: the field (and any other field involved)
+// and why. Programs render it with their own names for the fields.
+type ConfigError = configerr.Error
+
+// RateMax in Config.Rates is a closed-loop step: Concurrency senders
+// sending back to back, as fast as Relay answers.
+const RateMax = 0
+
+// Build is one Relay binary under test. An empty Bin means no Relay: blast
+// sends straight to the fake upstream (the harness measuring itself).
+type Build struct {
+	Name string `json:"name"`
+	Bin  string `json:"bin,omitempty"`
+	// Version is the first line the binary prints for --version (empty if
+	// it prints nothing in time); Run fills it in.
+	Version string `json:"version,omitempty"`
+}
+
+// Config describes a sweep.
+type Config struct {
+	// Builds are the Relays to measure; the first is the baseline the others
+	// are compared with. One build with an empty Bin measures the harness.
+	Builds []Build
+	// Rates are the target envelopes per second (RateMax: as fast as
+	// possible). With FindMax, the lowest and highest are the bounds of the
+	// search.
+	Rates []float64
+	// Concurrency is the closed-loop senders of a RateMax step (default 64).
+	Concurrency int
+	// MaxRelayRSS stops blast early when Relay's RSS passes it (default
+	// 4 GiB); the step says so.
+	MaxRelayRSS uint64
+	// Rounds repeats the whole sweep, interleaved: every rate (and build)
+	// once, then again (default 1).
+	Rounds int
+	// FindMax bisects between the bounds for the highest rate kept up with.
+	FindMax bool
+	// FindMaxProbes bounds the steps of the search (default 7).
+	FindMaxProbes int
+
+	Duration, Warmup, Idle        time.Duration
+	ReadyTimeout, ShutdownTimeout time.Duration
+	WarmupTimeout, DrainTimeout   time.Duration
+	SampleInterval                time.Duration
+	MaxP99                        time.Duration // verdict: latency p99 above it = fell behind
+	// MaxCatchUp is the verdict's bound on forwarding after blast ended
+	// (default 3 s).
+	MaxCatchUp time.Duration
+
+	// Traffic.
+	Seed             uint64
+	Projects         int
+	PoolSize         int
+	Mix              pool.Mix
+	UserAgents       int
+	UniqueUserAgents bool
+	Encoding         compression.Encoding
+	// MaxInflight and Timeout are passed to blast (0 = blast's defaults).
+	MaxInflight int
+	Timeout     time.Duration
+
+	// RelayCPUs pins Relay with taskset (a cpu list such as "1" or "0-1");
+	// limits.max_thread_count is set to the number of CPUs in it.
+	RelayCPUs string
+	// HarnessCPUs pins orchestrate itself (blast, fake upstream) to a CPU
+	// list. Empty: when RelayCPUs is set, the CPUs left over; "none": never.
+	HarnessCPUs string
+	// RelayConfig overrides are merged into the generated config.yml.
+	RelayConfig relayconfig.Config
+	// RelayLogLevel is Relay's logging.level (default info).
+	RelayLogLevel string
+
+	// Perf records Relay with perf over each measured window into this file
+	// (a suffix per step is added when there are several steps).
+	Perf      string
+	CallGraph string // perf --call-graph mode (dwarf, lbr, fp); default dwarf
+
+	// StatsD sends Relay's metrics to an external server; StatsDListen runs
+	// the built-in receiver there instead; StatsDMetrics are timer names
+	// whose p50/p99 are reported.
+	StatsD        string
+	StatsDListen  string
+	StatsDMetrics []string
+
+	// Fault is injected into the fake upstream during the measured window.
+	Fault *Fault
+	// Quotas are added to every project config of the step's fake upstream
+	// (upstream.ParseQuota's JSON); InboundFilters turns its inbound
+	// filters on.
+	Quotas         []json.RawMessage
+	InboundFilters bool
+	// VerifyEnvelopeEvery N: the fake upstream fully verifies the
+	// signature of every Nth envelope Relay forwards and checks form and
+	// age on the others (default 16; 1: every one). Registration and
+	// config requests are always verified.
+	VerifyEnvelopeEvery int
+
+	// Keep leaves the work directory (configs, logs) in place.
+	Keep bool
+	// WorkDir is where the run's temporary directory is made (os.TempDir if empty).
+	WorkDir string
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+
+	// settle overrides how long forwarding and outcomes must stand still
+	// for the drain to end (tests shorten it).
+	settle time.Duration
+	// onStep, if set, is called as each step begins (done false) and when
+	// it has ended (done true); tests measure between steps with it.
+	onStep func(st *Step, done bool)
+}
+
+// Harness reports whether the config measures the harness (no Relay).
+func (c *Config) Harness() bool {
+	return len(c.Builds) == 1 && c.Builds[0].Bin == ""
+}
+
+var buildName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$`)
+
+// withDefaults validates c and fills defaults. Errors are *ConfigError
+// (they wrap ErrConfig) naming the Config field.
+func (c Config) withDefaults() (Config, error) {
+	for _, check := range []func(*Config) error{
+		(*Config).checkBuilds, (*Config).checkRates, (*Config).checkDurations,
+		(*Config).checkTraffic, (*Config).checkRelayOptions,
+	} {
+		if err := check(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Config) checkBuilds() error {
+	if len(c.Builds) == 0 {
+		c.Builds = []Build{{Name: "harness"}}
+	}
+	c.Builds = slices.Clone(c.Builds)
+	seen := map[string]bool{}
+	for i, b := range c.Builds {
+		if b.Bin == "" && len(c.Builds) > 1 {
+			return configerr.Errorf("Builds", "build %q has no binary (only a lone harness build may)", b.Name)
+		}
+		if b.Name == "" {
+			if b.Bin == "" {
+				b.Name = "harness"
+			} else {
+				b.Name = filepath.Base(b.Bin)
+			}
+			c.Builds[i] = b
+		}
+		if !buildName.MatchString(b.Name) {
+			return configerr.Errorf("Builds", "build name %q: letters, digits, '.', '_', '-' only", b.Name)
+		}
+		if seen[b.Name] {
+			return configerr.Errorf("Builds", "build name %q used twice", b.Name)
+		}
+		seen[b.Name] = true
+	}
+	return nil
+}
+
+func (c *Config) checkRates() error {
+	if len(c.Rates) == 0 {
+		return configerr.New("Rates", "no rates")
+	}
+	for _, r := range c.Rates {
+		if r != RateMax && (!(r > 0) || r > 1e7) {
+			return configerr.Errorf("Rates", "rate %v: want a number above 0 or max", r)
+		}
+	}
+	switch {
+	case c.FindMax && slices.Contains(c.Rates, RateMax):
+		return configerr.New("FindMax", "bisects between two rates; max is not one")
+	case c.FindMax && len(c.Rates) != 2:
+		return configerr.New("FindMax", "wants two %s, the bounds (e.g. 100,5000)", "Rates")
+	case c.FindMax && c.Rates[0] == c.Rates[1]:
+		return configerr.New("FindMax", "the two bounds are equal")
+	}
+	if c.Rounds == 0 {
+		c.Rounds = 1
+	}
+	if c.Rounds < 0 || c.Rounds > 100 {
+		return configerr.Errorf("Rounds", "%d: want 1..100", c.Rounds)
+	}
+	if c.FindMaxProbes == 0 {
+		c.FindMaxProbes = DefaultFindMaxProbes
+	}
+	return nil
+}
+
+func (c *Config) checkDurations() error {
+	for _, x := range []struct {
+		d     *time.Duration
+		v     time.Duration
+		field string
+	}{
+		{&c.Duration, DefaultDuration, "Duration"},
+		{&c.ReadyTimeout, DefaultReadyTimeout, "ReadyTimeout"},
+		{&c.ShutdownTimeout, DefaultShutdownTimeout, "ShutdownTimeout"},
+		{&c.WarmupTimeout, DefaultWarmupTimeout, "WarmupTimeout"},
+		{&c.DrainTimeout, DefaultDrainTimeout, "DrainTimeout"},
+		{&c.SampleInterval, DefaultSampleInterval, "SampleInterval"},
+		{&c.MaxP99, DefaultMaxP99, "MaxP99"},
+		{&c.MaxCatchUp, DefaultMaxCatchUp, "MaxCatchUp"},
+	} {
+		if *x.d < 0 {
+			return configerr.Errorf(x.field, "%s: must not be negative", *x.d)
+		}
+		if *x.d == 0 {
+			*x.d = x.v
+		}
+	}
+	if c.Warmup < 0 {
+		return configerr.Errorf("Warmup", "%s: must not be negative", c.Warmup)
+	}
+	if c.Idle < 0 {
+		return configerr.Errorf("Idle", "%s: must not be negative", c.Idle)
+	}
+	if c.Fault != nil {
+		return validateFault(c.Fault, c.Duration)
+	}
+	return nil
+}
+
+func (c *Config) checkTraffic() error {
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Concurrency < 1 || c.Concurrency > 10000 {
+		return configerr.Errorf("Concurrency", "%d: want 1..10000", c.Concurrency)
+	}
+	if c.Projects == 0 {
+		c.Projects = DefaultProjects
+	}
+	if c.Projects < 1 || c.Projects > 100000 {
+		return configerr.Errorf("Projects", "%d: want 1..100000", c.Projects)
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.PoolSize < 1 {
+		return configerr.Errorf("PoolSize", "%d: want 1 or more", c.PoolSize)
+	}
+	if c.Mix != nil {
+		if err := c.Mix.Validate(); err != nil {
+			return configerr.Wrap("Mix", err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) checkRelayOptions() error {
+	if c.VerifyEnvelopeEvery == 0 {
+		c.VerifyEnvelopeEvery = DefaultVerifyEnvelopeEvery
+	}
+	if c.VerifyEnvelopeEvery < 1 {
+		return configerr.Errorf("VerifyEnvelopeEvery", "%d: want 1 or more", c.VerifyEnvelopeEvery)
+	}
+	if c.MaxRelayRSS == 0 {
+		c.MaxRelayRSS = DefaultMaxRelayRSS
+	}
+	if c.RelayCPUs != "" {
+		if _, err := CountCPUs(c.RelayCPUs); err != nil {
+			return configerr.Wrap("RelayCPUs", err)
+		}
+	}
+	if c.HarnessCPUs != "" && c.HarnessCPUs != "none" {
+		if _, err := CountCPUs(c.HarnessCPUs); err != nil {
+			return configerr.Wrap("HarnessCPUs", err)
+		}
+	}
+	if c.StatsD != "" && c.StatsDListen != "" {
+		return configerr.New("StatsDListen", "cannot be used with %s", "StatsD")
+	}
+	if len(c.StatsDMetrics) > 0 && c.StatsDListen == "" {
+		return configerr.New("StatsDMetrics", "needs %s (the built-in receiver)", "StatsDListen")
+	}
+	if c.Harness() {
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"Perf", c.Perf != ""}, {"RelayCPUs", c.RelayCPUs != ""}, {"StatsD", c.StatsD != ""},
+			{"StatsDListen", c.StatsDListen != ""}, {"RelayConfig", c.RelayConfig != nil}} {
+			if x.set {
+				return configerr.New(x.field, "needs a Relay to measure (%s)", "Builds")
+			}
+		}
+	}
+	if c.Perf != "" && c.CallGraph == "" {
+		c.CallGraph = "dwarf"
+	}
+	switch c.CallGraph {
+	case "", "dwarf", "lbr", "fp":
+	default:
+		return configerr.Errorf("CallGraph", "%q: want dwarf, lbr or fp", c.CallGraph)
+	}
+	return nil
+}
+
+// CountCPUs counts the CPUs in a taskset list such as "0", "0-3" or "0,2-3".
+func CountCPUs(list string) (int, error) {
+	cpus, err := relayproc.ParseCPUList(list)
+	return len(cpus), err
+}

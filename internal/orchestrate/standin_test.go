@@ -1,0 +1,598 @@
+package orchestrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
+	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/testutil"
+)
+
+// standin is the stand-in relay (a test fixture), built once per test
+// binary.
+func standin(t testing.TB) string {
+	return testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
+}
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+// script writes an executable shell script.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "relay.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// processesMentioning lists live pids whose command line contains s.
+func processesMentioning(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+func okVerdict(v string) bool { return v == VerdictKeptUp || v == VerdictHarnessLimited }
+
+func TestStandinSweep(t *testing.T) {
+	bin := standin(t)
+	cfg := quick(50, 100)
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.StatsDListen = "127.0.0.1:0"
+	cfg.StatsDMetrics = []string{"event.processing_time", "event.accepted"}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Harness || len(rep.Steps) != 2 || rep.Failed != 0 {
+		t.Fatalf("harness=%v steps=%d failed=%d: %+v", rep.Harness, len(rep.Steps), rep.Failed, rep.Steps[0])
+	}
+	// The report names the build's version and says it is not Relay.
+	if v := rep.Setup.Builds[0].Version; !strings.Contains(v, "standin-relay") || !strings.Contains(v, "not Relay") {
+		t.Errorf("build version %q", v)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
+		return strings.Contains(n, "it may not be Relay, and its figures may not be Relay's")
+	}) {
+		t.Errorf("no stand-in note in %q", rep.Notes)
+	}
+	if cfg.Builds[0].Version != "" {
+		t.Error("Run changed the caller's Builds")
+	}
+	// Sharing unpinned CPUs with Relay, the harness ran on one P, and Run
+	// gave the process its GOMAXPROCS back.
+	if os.Getenv("GOMAXPROCS") == "" && (rep.Setup.HarnessProcs != 1 || runtime.GOMAXPROCS(0) != runtime.NumCPU()) {
+		t.Errorf("GOMAXPROCS during the run %d, after %d (want 1, %d)", rep.Setup.HarnessProcs, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	}
+	for _, st := range rep.Steps {
+		if !st.Warm.Complete || st.Warm.KeysServed < 10 || st.Warm.Global < 1 {
+			t.Errorf("step %d warm-up: %+v", st.Index, st.Warm)
+		}
+		if st.ReadyAfter <= 0 {
+			t.Errorf("step %d: ready after %v", st.Index, st.ReadyAfter)
+		}
+		if st.OK != st.Sent || st.Sent != int64(st.Rate*1.5) {
+			t.Errorf("step %d: sent %d ok %d", st.Index, st.Sent, st.OK)
+		}
+		// 1 in 16 envelope signatures fully verified, the rest for form
+		// and age (or already seen): every forwarded envelope checked.
+		if sg := st.Upstream.Signatures; sg.SampledOut == 0 || sg.Verified+sg.SampledOut+sg.CacheHits < st.Upstream.Envelopes || sg.Verified > st.Upstream.Envelopes/4+20 {
+			t.Errorf("step %d: signatures %+v for %d envelopes", st.Index, sg, st.Upstream.Envelopes)
+		}
+		// The stand-in forwards every envelope it accepts.
+		if st.Upstream.Gap != 0 || st.Upstream.Envelopes != st.OK+st.warmOK {
+			t.Errorf("step %d: forwarded %d of %d (gap %d)", st.Index, st.Upstream.Envelopes, st.OK+st.warmOK, st.Upstream.Gap)
+		}
+		if !okVerdict(st.Verdict) {
+			t.Errorf("step %d: %s %v", st.Index, st.Verdict, st.Reasons)
+		}
+		if st.CPU.LoadCores <= 0 || st.CPU.MsPerEnv <= 0 || st.CPU.HarnessCores <= 0 || st.CPU.HarnessShare <= 0 {
+			t.Errorf("step %d: cpu %+v", st.Index, st.CPU)
+		}
+		if st.Memory.PeakRSS == 0 || st.Memory.PeakRSS < st.Memory.EndRSS {
+			t.Errorf("step %d: memory %+v", st.Index, st.Memory)
+		}
+		if st.Shutdown.Killed || st.Shutdown.Exit != "exited with status 0" {
+			t.Errorf("step %d: shutdown %+v", st.Index, st.Shutdown)
+		}
+		if st.Drain.Settled != true {
+			t.Errorf("step %d: drain %+v", st.Index, st.Drain)
+		}
+		if q, ok := st.StatsD["event.processing_time"]; !ok || q.P50 <= 0 {
+			t.Errorf("step %d: statsd timers %v", st.Index, st.StatsD)
+		}
+		if n := st.StatsDCounters["event.accepted"]; n < float64(st.OK) {
+			t.Errorf("step %d: statsd event.accepted %v < %d measured (counters %v)", st.Index, n, st.OK, st.StatsDCounters)
+		}
+	}
+	if len(processesMentioning(cfg.WorkDir)) != 0 {
+		t.Errorf("processes left: %v", processesMentioning(cfg.WorkDir))
+	}
+	if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+func TestRelayThatDoesNotStart(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	bin := script(t, "echo 'error: could not load config: this relay is broken on purpose' >&2\nexit 3\n")
+	cfg := quick(100, 200)
+	cfg.Builds = []Build{{Name: "broken", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed != 2 || len(rep.Steps) != 2 {
+		t.Fatalf("failed %d of %d steps, want both (the sweep goes on)", rep.Failed, len(rep.Steps))
+	}
+	for _, st := range rep.Steps {
+		if st.Verdict != VerdictFailed || !strings.Contains(st.Error, "status 3") || !strings.Contains(st.LogTail, "broken on purpose") {
+			t.Errorf("step %d: verdict %q error %q tail %q", st.Index, st.Verdict, st.Error, st.LogTail)
+		}
+	}
+}
+
+func TestRelayNeverReady(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	bin := script(t, "[ \"$1\" = --version ] && exit 1\necho 'starting but never listening' >&2\nexec sleep 30\n")
+	cfg := quick(100)
+	cfg.Builds = []Build{{Name: "stuck", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.ReadyTimeout = 500 * time.Millisecond
+	start := time.Now()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if !st.Failed || !strings.Contains(st.Error, "not ready after 500ms") || !strings.Contains(st.LogTail, "never listening") {
+		t.Errorf("step: failed=%v error %q tail %q", st.Failed, st.Error, st.LogTail)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if len(processesMentioning(cfg.WorkDir)) != 0 {
+		t.Errorf("processes left: %v", processesMentioning(cfg.WorkDir))
+	}
+}
+
+func TestRelayKilledMidStep(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	bin := standin(t)
+	marker := filepath.Join(t.TempDir(), "killed-once")
+	// The first Relay started is killed with SIGKILL 1.1 s in (during the
+	// blast); the next step's Relay runs normally.
+	wrapper := script(t, fmt.Sprintf(`if [ -e %[1]q ] || [ "$1" = --version ]; then exec %[2]q "$@"; fi
+touch %[1]q
+%[2]q "$@" &
+child=$!
+trap 'kill -TERM $child; wait $child; exit 0' TERM
+sleep 1.1
+kill -KILL $child
+echo "test: relay killed with SIGKILL" >&2
+exit 137
+`, marker, bin))
+	cfg := quick(50, 50)
+	cfg.Builds = []Build{{Name: "crashy", Bin: wrapper}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Steps) != 2 || rep.Failed != 1 {
+		t.Fatalf("steps %d failed %d", len(rep.Steps), rep.Failed)
+	}
+	st := rep.Steps[0]
+	if !st.Failed || !strings.Contains(st.Error, "relay exited") || !strings.Contains(st.LogTail, "killed with SIGKILL") {
+		t.Errorf("step 1: failed=%v error %q tail %q", st.Failed, st.Error, st.LogTail)
+	}
+	if st2 := rep.Steps[1]; st2.Failed || !okVerdict(st2.Verdict) {
+		t.Errorf("step 2 after the crash: %s %s %v", st2.Verdict, st2.Error, st2.Reasons)
+	}
+}
+
+func TestInterruptStopsEverything(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	bin := standin(t)
+	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 2800 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			cfg := quick(50, 100)
+			cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+			cfg.WorkDir = t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			var cancelled time.Time
+			time.AfterFunc(after, func() { cancelled = time.Now(); cancel() })
+			rep, err := Run(ctx, cfg)
+			took := time.Since(cancelled)
+			if err == nil || rep == nil || !rep.Interrupted {
+				t.Fatalf("err %v, report %v", err, rep != nil)
+			}
+			if took > 2*time.Second {
+				t.Errorf("Run returned %v after the interrupt", took)
+			}
+			if left := processesMentioning(cfg.WorkDir); len(left) != 0 {
+				t.Errorf("processes left: %v", left)
+			}
+			if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
+				t.Errorf("left behind: %v", ents)
+			}
+			// Interrupted mid-blast, the step keeps what it measured,
+			// marked partial, and nothing is judged from it.
+			last := rep.Steps[len(rep.Steps)-1]
+			if last.Verdict != VerdictInterrupted || last.Failed {
+				t.Errorf("last step: %s failed=%v", last.Verdict, last.Failed)
+			}
+			if last.Partial {
+				if last.Sent == 0 || len(last.Seconds) == 0 {
+					t.Errorf("partial step without figures: sent %d, %d seconds", last.Sent, len(last.Seconds))
+				}
+				if p := rep.Summary[len(rep.Summary)-1]; p.KeptUpJudged || p.AchievedRate == 0 && len(rep.Steps) == 1 {
+					t.Errorf("point from a partial step: %+v", p)
+				}
+			}
+			t.Logf("after %v: %d steps, last partial=%v sent %d", after, len(rep.Steps), last.Partial, last.Sent)
+		})
+	}
+}
+
+func TestRoundsAndCompare(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	bin := standin(t)
+	cfg := quick(50)
+	cfg.Duration = time.Second
+	cfg.Idle = 0
+	cfg.Rounds = 2
+	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "b", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, st := range rep.Steps {
+		order = append(order, fmt.Sprintf("%s%d", st.Build, st.Round))
+	}
+	if got := strings.Join(order, " "); got != "a1 b1 b2 a2" {
+		t.Errorf("order %q, want builds alternating between rounds", got)
+	}
+	if len(rep.Summary) != 2 || rep.Summary[0].Runs != 2 || len(rep.Comparisons) != 1 {
+		t.Fatalf("summary %d points, comparisons %d", len(rep.Summary), len(rep.Comparisons))
+	}
+	c := rep.Comparisons[0]
+	if c.Build != "b" || c.Baseline != "a" || c.BaseMsPerEnv <= 0 || c.MsPerEnv <= 0 {
+		t.Errorf("comparison %+v", c)
+	}
+	if want := change(c.BaseMsPerEnv, c.MsPerEnv); c.MsPerEnvChange != want {
+		t.Errorf("change %v, want %v", c.MsPerEnvChange, want)
+	}
+}
+
+func TestFaultOutage(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	bin := standin(t)
+	for _, tc := range []struct{ spec, status, summary string }{
+		{"outage=1s@500ms", "503", "outage for 1s"},
+		{"429-storm=1s@500ms", "429", "429-storm for 1s"},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			cfg := quick(100)
+			cfg.Duration = 3 * time.Second
+			f, err := ParseFault(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Fault = f
+			cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+			cfg.WorkDir = t.TempDir()
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := rep.Steps[0]
+			if st.Failed || st.Fault == nil {
+				t.Fatalf("step failed=%v %s fault=%v", st.Failed, st.Error, st.Fault)
+			}
+			fs := st.Fault
+			if fs.Answers["envelope"][tc.status] == 0 {
+				t.Errorf("no %s answers during the fault: %v", tc.status, fs.Answers)
+			}
+			if fs.RateDuring >= fs.RateBefore {
+				t.Errorf("forwarding did not drop during the fault: before %.0f during %.0f", fs.RateBefore, fs.RateDuring)
+			}
+			if !strings.Contains(fs.Summary, tc.summary) {
+				t.Errorf("summary %q", fs.Summary)
+			}
+			t.Log(fs.Summary, " | gap", st.Upstream.Gap)
+		})
+	}
+}
+
+func TestPerfRecording(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed")
+	}
+	bin := standin(t)
+	cfg := quick(50)
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.Perf = filepath.Join(t.TempDir(), "relay.data")
+	cfg.CallGraph = "lbr" // not on this kind of machine: falls back to dwarf
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		// Unprivileged users may be denied perf_event_open; root (as in
+		// CI) never is, so there a failure to record is a failure.
+		if strings.Contains(err.Error(), "perf cannot record") && os.Geteuid() != 0 {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if st.Failed || st.Perf == nil {
+		t.Fatalf("step failed=%v %s perf=%+v", st.Failed, st.Error, st.Perf)
+	}
+	if st.Perf.Exit != "ok" || st.Perf.File != cfg.Perf || st.Perf.Event == "" {
+		t.Errorf("perf %+v", st.Perf)
+	}
+	// Whatever perf could not do here is said, not hidden: LBR is asked
+	// for, and a machine without a PMU records cpu-clock.
+	said := func(s string) bool {
+		return slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, s) })
+	}
+	if st.Perf.CallGraph != "lbr" && (st.Perf.CallGraph != "dwarf" || !said("lbr is not available here")) {
+		t.Errorf("call graph %q without a note saying why: %v", st.Perf.CallGraph, rep.Notes)
+	}
+	if !strings.HasPrefix(st.Perf.Event, "cycles") && !said("recording the software event "+st.Perf.Event) {
+		t.Errorf("event %q without a note saying so: %v", st.Perf.Event, rep.Notes)
+	}
+	if fi, err := os.Stat(cfg.Perf); err != nil || fi.Size() == 0 {
+		t.Errorf("perf data: %v", err)
+	}
+	// The recording holds samples of the relay's process.
+	out, err := exec.Command("perf", "report", "-i", cfg.Perf, "--stdio", "--sort", "comm").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "standin") {
+		t.Errorf("perf report: %v\n%s", err, out)
+	}
+	// orchestrate read it back itself: top functions, groups, folded
+	// stacks and a flame graph next to the recording.
+	pp := st.Perf.Profile
+	if pp == nil || pp.Note != "" || pp.Samples == 0 || len(pp.Top) == 0 || len(pp.Groups) == 0 {
+		t.Fatalf("profile %+v", pp)
+	}
+	// The stand-in is a Go program: Go functions among the top ones.
+	if !slices.ContainsFunc(pp.Top, func(f FunctionShare) bool {
+		return strings.Contains(f.Name, "github.com/") || strings.HasPrefix(f.Name, "runtime.")
+	}) {
+		t.Errorf("no function of the stand-in among the top ones: %+v", pp.Top)
+	}
+	folded, err := os.ReadFile(pp.Folded)
+	if err != nil || !strings.Contains(string(folded), "standin-relay") { // the root frame is the thread's name
+		t.Errorf("folded %s: %v", pp.Folded, err)
+	}
+	if svg, err := os.ReadFile(pp.Flame); err != nil || !strings.Contains(string(svg), "<svg") || filepath.Base(pp.Flame) != "flame-relay.svg" {
+		t.Errorf("flame graph %s: %v", pp.Flame, err)
+	}
+	t.Logf("perf %+v; notes %v; %d samples, %.0f%% unwound, top %v", st.Perf, rep.Notes, pp.Samples, pp.Unwound, pp.Top[:min(3, len(pp.Top))])
+}
+
+func TestPinning(t *testing.T) {
+	allowed, err := relayproc.Affinity(os.Getpid())
+	if err != nil || len(allowed) < 2 {
+		t.Skipf("needs 2 CPUs: %v %v", allowed, err)
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset")
+	}
+	procs := runtime.GOMAXPROCS(0)
+	bin := standin(t)
+	cfg := quick(50)
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.Keep = true
+	cfg.RelayCPUs = strconv.Itoa(allowed[1])
+	// --relay-config overrides reach config.yml, the relay runs with them.
+	cfg.RelayConfig = relayconfig.Config{"limits": map[string]any{"max_concurrent_requests": 37}, "sentry": nil}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if st.Failed {
+		t.Fatalf("%s\n%s", st.Error, st.LogTail)
+	}
+	if want := relayproc.FormatCPUList(slices.DeleteFunc(slices.Clone(allowed), func(c int) bool { return c == allowed[1] })); rep.Setup.HarnessCPUs != want {
+		t.Errorf("harness CPUs %q, want %q", rep.Setup.HarnessCPUs, want)
+	}
+	b, err := os.ReadFile(filepath.Join(st.Dir, "config", "config.yml"))
+	if err != nil || !strings.Contains(string(b), "max_thread_count: 1") {
+		t.Errorf("config.yml lacks max_thread_count 1 (%v):\n%s", err, b)
+	}
+	for _, want := range []string{"max_concurrent_requests: 37", "emit_outcomes: true", "mode: managed", "bucket_interval: 1"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("config.yml lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "sentry:") {
+		t.Errorf("config.yml keeps the section the override removed:\n%s", b)
+	}
+	if c, err := os.ReadFile(filepath.Join(st.Dir, "config", "credentials.json")); err != nil || !strings.Contains(string(c), `"secret_key"`) {
+		t.Errorf("credentials.json: %v %s", err, c)
+	}
+	// Relay's log is a file in the step dir.
+	if fi, err := os.Stat(filepath.Join(st.Dir, "relay.log")); err != nil || fi.Size() == 0 {
+		t.Errorf("relay.log in the step dir: %v", err)
+	}
+	// Run restores orchestrate's own affinity and GOMAXPROCS.
+	if now, _ := relayproc.Affinity(os.Getpid()); !slices.Equal(now, allowed) {
+		t.Errorf("affinity %v after Run, want %v", now, allowed)
+	}
+	if runtime.GOMAXPROCS(0) != procs {
+		t.Errorf("GOMAXPROCS %d after Run, want %d", runtime.GOMAXPROCS(0), procs)
+	}
+	// A CPU that does not exist is a config error, before anything starts.
+	cfg.RelayCPUs = "999"
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
+		t.Errorf("relay CPU 999: %v", err)
+	}
+}
+
+// TestInterruptStopsPerf interrupts a sweep while perf records Relay: perf
+// and Relay are both gone within 2 s and nothing is left behind.
+func TestInterruptStopsPerf(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed")
+	}
+	bin := standin(t)
+	cfg := quick(50)
+	cfg.Duration = 20 * time.Second
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	cfg.Perf = filepath.Join(t.TempDir(), "interrupted.data")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		cancelled time.Time
+		sawPerf   bool
+	)
+	go func() {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if len(processesMentioning(cfg.Perf)) > 0 {
+				sawPerf = true
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // perf is attached and recording
+		cancelled = time.Now()
+		cancel()
+	}()
+	rep, err := Run(ctx, cfg)
+	took := time.Since(cancelled)
+	if err != nil && strings.Contains(err.Error(), "perf cannot record") && os.Geteuid() != 0 {
+		t.Skip(err)
+	}
+	if rep == nil || !rep.Interrupted {
+		t.Fatalf("err %v, report %v", err, rep != nil)
+	}
+	if !sawPerf {
+		t.Fatalf("perf never ran (steps %+v)", rep.Steps)
+	}
+	if took > 2*time.Second {
+		t.Errorf("Run returned %v after the interrupt", took)
+	}
+	if left := append(processesMentioning(cfg.Perf), processesMentioning(cfg.WorkDir)...); len(left) != 0 {
+		t.Errorf("processes left: %v", left)
+	}
+	if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+	if st := rep.Steps[0]; st.Perf == nil || st.Perf.File != cfg.Perf {
+		t.Errorf("perf record of the interrupted step: %+v", st.Perf)
+	}
+}
+
+// TestWarmupNeverCompletes: a "relay" that is ready but answers every
+// envelope 501 and never talks to the upstream. The warm-up gives up after
+// its bound and says so; the step still runs and is judged.
+func TestWarmupNeverCompletes(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	bin := script(t, `[ "$1" = --version ] && exit 1
+dir=$2
+port=$(sed -n 's/^ *port: *//p' "$dir/config.yml" | head -n 1)
+mkdir -p "$dir/../www/api/relay/healthcheck/ready" && echo ok > "$dir/../www/api/relay/healthcheck/ready/index.html"
+cd "$dir/../www" && exec python3 -m http.server --bind 127.0.0.1 "$port"
+`)
+	cfg := quick(20)
+	cfg.Duration = time.Second
+	cfg.Idle = 0
+	cfg.WarmupTimeout = time.Second
+	cfg.Builds = []Build{{Name: "mute", Bin: bin}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Steps[0]
+	if st.Failed {
+		t.Fatalf("step failed: %s\n%s", st.Error, st.LogTail)
+	}
+	if st.Warm.Complete || !strings.Contains(st.Warm.Note, "warm-up incomplete after 1s") || !strings.Contains(st.Warm.Note, "501") {
+		t.Errorf("warm-up %+v", st.Warm)
+	}
+	said := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "warm-up incomplete") })
+	if !said || !slices.Contains(st.Reasons, st.Warm.Note) {
+		t.Errorf("incomplete warm-up not reported: notes %v, reasons %v", rep.Notes, st.Reasons)
+	}
+	if st.Verdict != VerdictFellBehind {
+		t.Errorf("verdict %q %v, want fell behind (every request answered 501)", st.Verdict, st.Reasons)
+	}
+	if left := processesMentioning(cfg.WorkDir); len(left) != 0 {
+		t.Errorf("processes left: %v", left)
+	}
+}
+
+// TestStandinCapacityVerdict: a stand-in limited to N/s (it accepts more
+// and holds the rest in memory, as Relay 26.4.0 was seen to do) is judged
+// kept up at N/2 and fell behind at 2N with forwarded/s ≈ N, and its cost
+// per envelope does not halve above capacity (it did when CPU was divided
+// by accepted envelopes).
+func TestStandinCapacityVerdict(t *testing.T) {
+	t.Parallel() // waits on a stand-in's timers more than it uses CPU
+	const n = 100
+	bin := standin(t)
+	cfg := quick(n/2, 2*n)
+	cfg.Duration = 4 * time.Second // 3 whole seconds: growth over 2 s, steady
+	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	cfg.RelayConfig = relayconfig.Config{"standin": map[string]any{"capacity": n}}
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	below, above := rep.Steps[0], rep.Steps[1]
+	for _, st := range rep.Steps {
+		t.Logf("%g/s: %s %v; forwarded %.0f/s, growth %+.0f/s, catch-up %v, %.3f ms/envelope", st.Rate, st.Verdict, st.Reasons,
+			st.Steady.ForwardedRate, st.Steady.BacklogGrowth, st.Steady.CatchUp, st.CPU.MsPerEnv)
+	}
+	if below.Verdict != VerdictKeptUp && below.Verdict != VerdictHarnessLimited {
+		t.Errorf("N/2: %s %v", below.Verdict, below.Reasons)
+	}
+	if above.Verdict != VerdictFellBehind || !strings.Contains(strings.Join(above.Reasons, "|"), "backlog +") {
+		t.Errorf("2N: %s %v", above.Verdict, above.Reasons)
+	}
+	if f := above.Steady.ForwardedRate; f < 0.85*n || f > 1.15*n {
+		t.Errorf("2N: forwarded %.0f/s, want ≈ %d", f, n)
+	}
+	if above.Steady.BacklogGrowth < 0.7*n || above.Steady.BacklogEnd < int64(0.6*n*cfg.Duration.Seconds()) {
+		t.Errorf("2N: backlog growth %.0f/s, %d at the window's end", above.Steady.BacklogGrowth, above.Steady.BacklogEnd)
+	}
+	if below.CPU.MsPerEnv > 0 && above.CPU.MsPerEnv < below.CPU.MsPerEnv/2 {
+		t.Errorf("CPU per envelope %.3f ms above capacity, %.3f ms below: halved", above.CPU.MsPerEnv, below.CPU.MsPerEnv)
+	}
+	if above.Upstream.Gap != 0 || !above.Drain.Settled {
+		t.Errorf("2N: the backlog was not all forwarded after blast: gap %d, drain %+v", above.Upstream.Gap, above.Drain)
+	}
+}

@@ -1,0 +1,364 @@
+package pool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/projects"
+)
+
+// MaxSize bounds Options.Size. The default mix averages ~14 KB raw plus
+// ~3 KB zstd per entry, so a pool this size holds ~17 GB; Build allocates it
+// all up front.
+const MaxSize = 1_000_000
+
+// DefaultUserAgents is the number of distinct agents when Options.UserAgents is 0.
+const DefaultUserAgents = 1000
+
+// DefaultZipfS is the Zipf exponent when Options.ZipfS is 0.
+const DefaultZipfS = 1.1
+
+// Options says what pool to build. Build fills defaults into the pool's copy.
+type Options struct {
+	Seed     uint64             `json:"seed"`
+	Size     int                `json:"size"`
+	Mix      Mix                `json:"mix"`    // nil = DefaultMix
+	Projects []projects.Project `json:"-"`      // at least one
+	ZipfS    float64            `json:"zipf_s"` // > 1; 0 = DefaultZipfS
+	// UserAgents is the number of distinct agents entries draw from (with
+	// Zipf, exponent ZipfS); 0 = DefaultUserAgents. Ignored when
+	// UniqueUserAgents is set: then every entry has an agent no other entry has.
+	UserAgents       int                  `json:"user_agents"`
+	UniqueUserAgents bool                 `json:"unique_user_agents"`
+	Encoding         compression.Encoding `json:"encoding"` // "" = identity
+	// Now anchors every timestamp; sent_at = Now. Zero = time.Now() at Build.
+	Now time.Time `json:"now"`
+}
+
+// Entry is one pre-built envelope and what to send with it.
+type Entry struct {
+	Kind         Kind   `json:"kind"`
+	Project      int    `json:"project"`       // index into Options.Projects
+	EventID      string `json:"event_id"`      // envelope header event_id ("" for kinds without one)
+	UserAgent    string `json:"user_agent"`    // HTTP User-Agent to send (also inside the payload)
+	ForwardedFor string `json:"forwarded_for"` // X-Forwarded-For to send: a public IPv4 or IPv6 address
+	Body         []byte `json:"-"`             // encoded with Options.Encoding: what goes on the wire
+	RawSize      int    `json:"raw_size"`      // uncompressed envelope size
+	Items        int    `json:"items"`         // items; a log container counts its records
+	raw          []byte
+}
+
+// Pool is a built pool. Entries and their bytes must not be modified.
+type Pool struct {
+	Options Options
+	Entries []Entry
+	held    int64 // bytes of the chunks holding raw envelopes and bodies
+}
+
+// KindStats are per-kind counts and sizes.
+type KindStats struct {
+	Entries      int   `json:"entries"`
+	Items        int   `json:"items"`
+	RawBytes     int64 `json:"raw_bytes"`
+	EncodedBytes int64 `json:"encoded_bytes"`
+	MinRaw       int   `json:"min_raw"`
+	MaxRaw       int   `json:"max_raw"`
+}
+
+// Stats describes the pool and the memory it holds.
+type Stats struct {
+	Entries      int    `json:"entries"`
+	Encoding     string `json:"encoding"`
+	RawBytes     int64  `json:"raw_bytes"`     // sum of uncompressed envelopes
+	EncodedBytes int64  `json:"encoded_bytes"` // sum of bodies as sent
+	// HeldBytes is the memory allocated for envelope bytes: the chunks that
+	// hold raw envelopes and (unless identity, where Body is Raw) encoded
+	// bodies, including the slack between entries (a few percent).
+	HeldBytes int64              `json:"held_bytes"`
+	ByKind    map[Kind]KindStats `json:"by_kind"`
+}
+
+func (o *Options) normalize() error {
+	if o.Size < 1 || o.Size > MaxSize {
+		return fmt.Errorf("pool: size %d out of range 1..%d", o.Size, MaxSize)
+	}
+	if len(o.Projects) == 0 {
+		return errors.New("pool: no projects")
+	}
+	if o.Mix == nil {
+		m, err := ParseMix(DefaultMix)
+		if err != nil {
+			return err
+		}
+		o.Mix = m
+	}
+	if err := o.Mix.Validate(); err != nil {
+		return err
+	}
+	if o.ZipfS == 0 {
+		o.ZipfS = DefaultZipfS
+	}
+	if !(o.ZipfS > 1) || math.IsInf(o.ZipfS, 0) {
+		return fmt.Errorf("pool: zipf exponent %v must be a finite number > 1", o.ZipfS)
+	}
+	if o.UserAgents == 0 {
+		o.UserAgents = DefaultUserAgents
+	}
+	if o.UserAgents < 1 || o.UserAgents > MaxSize {
+		return fmt.Errorf("pool: user agents %d out of range 1..%d", o.UserAgents, MaxSize)
+	}
+	if o.Encoding == "" {
+		o.Encoding = compression.Identity
+	}
+	if _, err := compression.ParseEncoding(string(o.Encoding)); err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	o.Now = o.Now.UTC().Truncate(time.Millisecond)
+	return nil
+}
+
+// Salts separate the random streams drawn for one index.
+const (
+	saltPlan uint64 = 0x706c616e // kind plan
+	saltBody uint64 = 0x626f6479 // envelope content
+	saltUA   uint64 = 0x75736572 // user-agent table
+)
+
+// splitmix64 scrambles an index so neighbouring PCG streams share nothing.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// stream returns the PCG generator for (seed, salt, index).
+func stream(seed, salt, i uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(splitmix64(seed^salt), splitmix64(i^salt<<32)))
+}
+
+// slot is one planned entry.
+type slot struct {
+	kind Kind
+	// check-in pairs: role 1 = in_progress (base = own index), role 2 = the
+	// final update of the pair started at base; role 0 = a lone final check-in.
+	role int8
+	base int
+}
+
+// plan assigns kinds. Each index draws from its own stream, so the plan is
+// the same whatever the build parallelism; check-in pairs make it sequential.
+func plan(o *Options) []slot {
+	p := newPicker(o.Mix)
+	slots := make([]slot, o.Size)
+	for i := 0; i < o.Size; i++ {
+		u := stream(o.Seed, saltPlan, uint64(i)).Float64()
+		k := p.pick(u)
+		if k != KindCheckIn {
+			slots[i] = slot{kind: k, base: i}
+			continue
+		}
+		if i+1 < o.Size {
+			slots[i] = slot{kind: KindCheckIn, role: 1, base: i}
+			slots[i+1] = slot{kind: KindCheckIn, role: 2, base: i}
+			i++
+			continue
+		}
+		// The last slot cannot hold a pair: another kind, or a lone final check-in.
+		if k2, ok := p.pickNot(u, KindCheckIn); ok {
+			slots[i] = slot{kind: k2, base: i}
+		} else {
+			slots[i] = slot{kind: KindCheckIn, role: 0, base: i}
+		}
+	}
+	return slots
+}
+
+// Build builds the pool. It uses GOMAXPROCS goroutines; the result does not
+// depend on their number or scheduling.
+func Build(ctx context.Context, opts Options) (*Pool, error) {
+	if err := opts.normalize(); err != nil {
+		return nil, err
+	}
+	p := &Pool{Options: opts, Entries: make([]Entry, opts.Size)}
+	slots := plan(&opts)
+	cs, err := loadCanaries()
+	if err != nil {
+		return nil, err
+	}
+	agents := newAgentTable(&opts)
+	enc := compression.NewEncoder()
+
+	workers := runtime.GOMAXPROCS(0)
+	if workers > opts.Size/64+1 {
+		workers = opts.Size/64 + 1
+	}
+	const chunk = 64
+	var next, held atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	fail := func(err error) { once.Do(func() { firstErr = err }) }
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := newGen(&opts, agents, cs)
+			for {
+				if ctx.Err() != nil {
+					fail(ctx.Err())
+					return
+				}
+				start := int(next.Add(chunk)) - chunk
+				if start >= opts.Size {
+					return
+				}
+				end := min(start+chunk, opts.Size)
+				for i := start; i < end; i++ {
+					if err := g.build(i, slots[i], &p.Entries[i], enc); err != nil {
+						fail(fmt.Errorf("pool: entry %d: %w", i, err))
+						return
+					}
+				}
+				held.Add(g.raws.held + g.bodies.held)
+				g.raws.held, g.bodies.held = 0, 0
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	p.held = held.Load()
+	return p, nil
+}
+
+// Raw returns the uncompressed envelope i. The caller must not modify it.
+func (p *Pool) Raw(i int) []byte { return p.Entries[i].raw }
+
+// Hash is a hex sha256 over every entry's metadata and raw envelope, in order.
+func (p *Pool) Hash() string {
+	h := sha256.New()
+	var n [8]byte
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		for _, s := range []string{string(e.Kind), e.EventID, e.UserAgent, e.ForwardedFor} {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+			h.Write(n[:])
+			h.Write([]byte(s))
+		}
+		binary.LittleEndian.PutUint64(n[:], uint64(e.Project))
+		h.Write(n[:])
+		binary.LittleEndian.PutUint64(n[:], uint64(len(e.raw)))
+		h.Write(n[:])
+		h.Write(e.raw)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Stats counts entries, items and bytes per kind.
+func (p *Pool) Stats() Stats {
+	s := Stats{Entries: len(p.Entries), Encoding: string(p.Options.Encoding), ByKind: map[Kind]KindStats{}}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		ks := s.ByKind[e.Kind]
+		if ks.Entries == 0 || e.RawSize < ks.MinRaw {
+			ks.MinRaw = e.RawSize
+		}
+		ks.MaxRaw = max(ks.MaxRaw, e.RawSize)
+		ks.Entries++
+		ks.Items += e.Items
+		ks.RawBytes += int64(e.RawSize)
+		ks.EncodedBytes += int64(len(e.Body))
+		s.ByKind[e.Kind] = ks
+		s.RawBytes += int64(e.RawSize)
+		s.EncodedBytes += int64(len(e.Body))
+	}
+	s.HeldBytes = p.held
+	return s
+}
+
+// ManifestEntry describes one dumped envelope.
+type ManifestEntry struct {
+	Index        int    `json:"index"`
+	File         string `json:"file"`      // raw envelope, relative to the dump dir
+	BodyFile     string `json:"body_file"` // encoded body as sent (same as File for identity)
+	Kind         Kind   `json:"kind"`
+	ProjectID    int64  `json:"project_id"`
+	PublicKey    string `json:"public_key"`
+	EventID      string `json:"event_id,omitempty"`
+	UserAgent    string `json:"user_agent"`
+	ForwardedFor string `json:"forwarded_for"`
+	RawSize      int    `json:"raw_size"`
+	EncodedSize  int    `json:"encoded_size"`
+	Encoding     string `json:"encoding"`
+	Items        int    `json:"items"`
+}
+
+// Manifest is manifest.json of a dump.
+type Manifest struct {
+	Options Options         `json:"options"`
+	Hash    string          `json:"hash"`
+	Stats   Stats           `json:"stats"`
+	Entries []ManifestEntry `json:"entries"`
+}
+
+// encodingExt is the file suffix for encoded bodies.
+var encodingExt = map[compression.Encoding]string{
+	compression.Gzip: ".gz", compression.Deflate: ".zlib", compression.Brotli: ".br", compression.Zstd: ".zst",
+}
+
+// Dump writes every raw envelope as <index>-<kind>.envelope, the encoded
+// body next to it (suffix .gz/.zlib/.br/.zst) unless the encoding is
+// identity, and manifest.json. dir is created if needed.
+func (p *Pool) Dump(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("pool: dump: %w", err)
+	}
+	m := Manifest{Options: p.Options, Hash: p.Hash(), Stats: p.Stats(), Entries: make([]ManifestEntry, len(p.Entries))}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		pr := p.Options.Projects[e.Project]
+		name := fmt.Sprintf("%06d-%s.envelope", i, e.Kind)
+		if err := os.WriteFile(filepath.Join(dir, name), e.raw, 0o644); err != nil {
+			return fmt.Errorf("pool: dump: %w", err)
+		}
+		body := name
+		if ext, ok := encodingExt[p.Options.Encoding]; ok {
+			body = name + ext
+			if err := os.WriteFile(filepath.Join(dir, body), e.Body, 0o644); err != nil {
+				return fmt.Errorf("pool: dump: %w", err)
+			}
+		}
+		m.Entries[i] = ManifestEntry{
+			Index: i, File: name, BodyFile: body, Kind: e.Kind, ProjectID: pr.ID, PublicKey: pr.PublicKey,
+			EventID: e.EventID, UserAgent: e.UserAgent, ForwardedFor: e.ForwardedFor,
+			RawSize: e.RawSize, EncodedSize: len(e.Body), Encoding: string(p.Options.Encoding), Items: e.Items,
+		}
+	}
+	b, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return fmt.Errorf("pool: dump: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("pool: dump: %w", err)
+	}
+	return nil
+}

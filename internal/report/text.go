@@ -1,0 +1,811 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relayload/relayload/internal/orchestrate"
+)
+
+// Headline is the report's answer, one line per build, e.g. "Relay kept
+// up with about 900 envelopes per second" or "The harness on its own moves
+// 15,900 envelopes per second", followed by where forwarding hit its
+// ceiling ("At 1,400/s it forwarded only 770/s: …") and what a step sent
+// as fast as possible did ("Sent as fast as possible (64 senders): …").
+func Headline(rep *orchestrate.Report) string {
+	var lines []string
+	for _, b := range rep.Setup.Builds {
+		best := 0.0
+		rate := rep.KeptUpWith[b.Name]
+		for _, p := range rep.Summary {
+			if p.Build == b.Name && p.Rate == rate && p.KeptUpJudged {
+				best = p.AcceptedRate
+			}
+		}
+		var fm *orchestrate.FindMax
+		for i := range rep.FindMax {
+			if rep.FindMax[i].Build == b.Name {
+				fm = &rep.FindMax[i]
+			}
+		}
+		verdicts := map[string]int{}
+		var steps, maxSteps int
+		for _, st := range rep.Steps {
+			if st.Build == b.Name {
+				verdicts[st.Verdict]++
+				steps++
+				if st.Rate == orchestrate.RateMax {
+					maxSteps++
+				}
+			}
+		}
+		name := b.Name
+		if rep.Harness {
+			name = "The harness on its own"
+		}
+		var line string
+		switch {
+		case rate == 0 && len(rep.Steps) == 0:
+			line = name + ": nothing was measured."
+		case rate == 0 && rep.Interrupted && verdicts[orchestrate.VerdictKeptUp]+verdicts[orchestrate.VerdictFellBehind]+verdicts[orchestrate.VerdictHarnessLimited] == 0:
+			line = name + ": interrupted before any step was judged; no verdict. What was measured is below, marked partial."
+		case fm != nil && fm.KeptUp == 0 && fm.FellBehind == 0:
+			line = fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped)
+		case rate == 0 && steps > 0 && maxSteps == steps:
+			// Only sent as fast as possible: maxSentence says it all.
+		case rate == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0 && verdicts[orchestrate.VerdictKeptUp] == 0 && verdicts[orchestrate.VerdictFellBehind] == 0:
+			line = fmt.Sprintf("%s could not be judged: in every step blast missed its schedule, so the load was not what was asked (1-minute load average %s; see the reasons below).",
+				name, loadRange(rep))
+		case rate == 0 && verdicts[orchestrate.VerdictKeptUp] > 0:
+			line = fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
+				verdicts[orchestrate.VerdictKeptUp], steps)
+		case rate == 0:
+			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, Num(lowestRate(rep)))
+		case rep.Harness && fm != nil && fm.FellBehind > 0:
+			line = fmt.Sprintf("The harness on its own moves about %s envelopes per second (it fell behind at %s/s): the ceiling for any Relay measurement on this machine.",
+				Num(best), Num(fm.FellBehind))
+		case rep.Harness && fm != nil && fm.Stopped == "":
+			line = fmt.Sprintf("The harness on its own moves at least %s envelopes per second, the upper bound of the search.", Num(best))
+		case rep.Harness:
+			line = fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", Num(best))
+		case fm != nil && fm.Stopped != "":
+			line = fmt.Sprintf("%s kept up with at least %s envelopes per second; the search stopped there: %s.", name, Num(rate), fm.Stopped)
+		case fm != nil && fm.FellBehind > 0:
+			line = fmt.Sprintf("%s kept up with about %s envelopes per second (it fell behind at %s/s).", name, Num(rate), Num(fm.FellBehind))
+		case fm != nil:
+			line = fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search.", name, Num(rate))
+		default:
+			line = fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with", name, Num(rate))
+			for _, p := range rep.Summary {
+				if p.Build == b.Name && p.Rate > rate && p.Verdict == orchestrate.VerdictHarnessLimited {
+					line += "; higher rates were harness-limited, not judged"
+					break
+				}
+			}
+			line += ")."
+		}
+		for _, s := range []string{ceilingSentence(rep, b.Name), maxSentence(rep, b.Name)} {
+			if s != "" && line != "" {
+				line += " "
+			}
+			line += s
+		}
+		if line == "" {
+			line = name + ": the step sent as fast as possible failed (see Failed steps)."
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// lowestRate is the lowest target rate tried, leaving out RateMax.
+func lowestRate(rep *orchestrate.Report) float64 {
+	low := 0.0
+	for _, r := range rep.Setup.Rates {
+		if r != orchestrate.RateMax && (low == 0 || r < low) {
+			low = r
+		}
+	}
+	return low
+}
+
+// backlogGrew is whether a step's backlog grew over the second half of its
+// window by more than the allowance: forwarding fell behind accepting.
+func backlogGrew(sd orchestrate.Steady) bool { return !sd.KeptPace() }
+
+// ceilingSentence is the headline's sentence on the highest target rate
+// at which the build fell behind with a growing backlog: what it forwarded
+// there (median over those rounds) is its throughput ceiling. "" when no
+// step did.
+func ceilingSentence(rep *orchestrate.Report, build string) string {
+	top := -1.0
+	var fwd, growth []float64
+	for _, st := range rep.Steps {
+		if st.Build != build || st.Rate == orchestrate.RateMax || st.Failed ||
+			st.Verdict != orchestrate.VerdictFellBehind || !backlogGrew(st.Steady) || st.Rate < top {
+			continue
+		}
+		if st.Rate > top {
+			top, fwd, growth = st.Rate, nil, nil
+		}
+		fwd = append(fwd, st.Steady.ForwardedRate)
+		growth = append(growth, st.Steady.BacklogGrowth)
+	}
+	if top < 0 {
+		return ""
+	}
+	verb, owner := "it forwarded", "Relay's"
+	switch {
+	case rep.Harness:
+		verb, owner = "the fake upstream received", "the harness's"
+	case len(rep.Setup.Builds) > 1:
+		owner = "its"
+	}
+	return fmt.Sprintf("At %s/s %s only %s/s: %s ceiling here; the backlog grew %s/s.",
+		Num(top), verb, Num(orchestrate.Median(fwd)), owner, Num(orchestrate.Median(growth)))
+}
+
+// maxSentence is the headline's sentence on the build's closed-loop step
+// (sent as fast as possible): accepted, forwarded, RSS growth and peak, and
+// why blast was stopped early. "" without such a step.
+func maxSentence(rep *orchestrate.Report, build string) string {
+	var p *orchestrate.Point
+	for _, pt := range rep.Summary {
+		if pt.Build == build && pt.Rate == orchestrate.RateMax && pt.Verdict != orchestrate.VerdictFailed {
+			p = pt
+		}
+	}
+	if p == nil {
+		return ""
+	}
+	senders, stopped := 0, ""
+	for _, st := range rep.Steps {
+		if st.Build == build && st.Rate == orchestrate.RateMax && !st.Failed {
+			senders = max(senders, st.Concurrency)
+			if stopped == "" {
+				stopped = st.StoppedEarly
+			}
+		}
+	}
+	s := "Sent as fast as possible"
+	if senders > 0 {
+		s += fmt.Sprintf(" (%d senders)", senders)
+	}
+	verb := "forwarded"
+	if rep.Harness {
+		verb = "the fake upstream received"
+	}
+	s += fmt.Sprintf(": accepted %s/s, %s %s/s", Num(p.AcceptedRate), verb, Num(p.ForwardedRate))
+	if p.PeakRSS > 0 {
+		s += fmt.Sprintf(", RSS %s to %s", mibPerSec(p.RSSSlope), mb(p.PeakRSS))
+	}
+	if stopped != "" {
+		s += " (stopped: " + stopped + ")"
+	}
+	return s + "."
+}
+
+// maxTarget is a target rate in the per-rate table: "max (64 senders)"
+// for the build's closed-loop step.
+func maxTarget(rep *orchestrate.Report, p *orchestrate.Point) string {
+	if p.Rate != orchestrate.RateMax {
+		return Num(p.Rate)
+	}
+	for _, st := range pointSteps(rep, p) {
+		if st.Concurrency > 0 {
+			return fmt.Sprintf("max (%d senders)", st.Concurrency)
+		}
+	}
+	return "max"
+}
+
+// pointSteps are the steps a summary point was made of (failed ones left out).
+func pointSteps(rep *orchestrate.Report, p *orchestrate.Point) []*orchestrate.Step {
+	var out []*orchestrate.Step
+	for _, st := range rep.Steps {
+		if st.Build == p.Build && st.Rate == p.Rate && !st.Failed && st.Verdict != orchestrate.VerdictInterrupted {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// pointCatchUp is the catch-up cell of a summary point: the median over
+// the rounds when every round settled, else how long the drain waited
+// ("> 20 s"), with how many rounds never settled when some did.
+func pointCatchUp(rep *orchestrate.Report, p *orchestrate.Point) string {
+	steps := pointSteps(rep, p)
+	var unsettled int
+	var drained time.Duration
+	for _, st := range steps {
+		if st.Steady.CatchUp < 0 {
+			unsettled++
+			drained = max(drained, st.Drain.Took)
+		}
+	}
+	switch {
+	case unsettled == 0 && p.CatchUp >= 0:
+		return catchUp(p.CatchUp, 0)
+	case unsettled > 0 && unsettled < len(steps):
+		return fmt.Sprintf("%s in %d of %d", catchUp(-1, drained), unsettled, len(steps))
+	}
+	return catchUp(-1, drained)
+}
+
+// Text writes the tables printed on stdout at the end of a run.
+func Text(w io.Writer, rep *orchestrate.Report) { body(w, rep, false, "", nil) }
+
+// Markdown writes report.md; charts are the chart files to link, in the
+// directory report.md is written to.
+func Markdown(w io.Writer, rep *orchestrate.Report, charts []string) error {
+	dir := ""
+	if len(charts) > 0 {
+		dir = filepath.Dir(charts[0])
+	}
+	return markdown(w, rep, dir, charts)
+}
+
+// markdown writes report.md into dir: files in dir (charts, flame graphs)
+// are linked relative to it.
+func markdown(w io.Writer, rep *orchestrate.Report, dir string, charts []string) error {
+	title := "Relay load test"
+	if rep.Harness {
+		title = "Harness load test (no Relay)"
+	}
+	fmt.Fprintf(w, "# %s\n\n", title)
+	body(w, rep, true, dir, charts)
+	return nil
+}
+
+// page is one rendering of a report: text for stdout or report.md.
+type page struct {
+	w             io.Writer
+	rep           *orchestrate.Report
+	md            bool
+	dir           string   // report.md's directory (for chart links)
+	charts        []string // chart files to link
+	multi, rounds bool     // several builds; several rounds
+	proc          string   // "Relay" or "harness"
+}
+
+// h writes a section heading.
+func (pg *page) h(s string) {
+	if pg.md {
+		fmt.Fprintf(pg.w, "\n## %s\n\n", s)
+	} else {
+		fmt.Fprintf(pg.w, "\n%s\n\n", s)
+	}
+}
+
+func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []string) {
+	pg := &page{w: w, rep: rep, md: md, dir: dir, charts: charts,
+		multi: len(rep.Setup.Builds) > 1, rounds: rep.Setup.Rounds > 1, proc: who(rep)}
+	if rep.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: partial report, the sweep did not finish.")
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, Headline(rep))
+	for _, section := range []func(){pg.perRate, pg.findMax, pg.comparisons, pg.gate, pg.steps, pg.outcomes, pg.statsd,
+		pg.canaries, pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
+		section()
+	}
+}
+
+// perRate writes the per-rate table (medians over rounds) and what its columns mean.
+func (pg *page) perRate() {
+	w, rep, multi, rounds, proc := pg.w, pg.rep, pg.multi, pg.rounds, pg.proc
+	pg.h("Per rate" + map[bool]string{true: fmt.Sprintf(" (median of %d rounds)", rep.Setup.Rounds), false: ""}[rounds])
+	cols := []string{}
+	if multi {
+		cols = append(cols, "build")
+	}
+	cols = append(cols, ">target/s", ">sent/s", ">accepted/s", ">forwarded/s", ">backlog", ">catch-up", ">p50 ms", ">p99 ms", ">max ms",
+		">"+proc+" cores", ">CPU per envelope", ">peak RSS", ">RSS slope", "verdict")
+	t := NewTable(cols...)
+	var senders bool
+	for _, p := range rep.Summary {
+		var row []string
+		if multi {
+			row = append(row, p.Build)
+		}
+		c, e := cores(p.NetCores), ms(p.MsPerEnv)+" ms"
+		if rounds && p.Runs > 1 {
+			c += fmt.Sprintf(" ±%.0f%%", p.CoresSpread/2)
+			e += fmt.Sprintf(" ±%.0f%%", p.MsPerEnvSpread/2)
+		}
+		fwd, backlog, cu, slope := Num(p.ForwardedRate), Num(p.BacklogEnd), pointCatchUp(rep, p), mibPerSec(p.RSSSlope)
+		if p.Verdict == orchestrate.VerdictFailed {
+			c, e, fwd, backlog, cu, slope = "–", "–", "–", "–", "–", "–"
+		}
+		target := maxTarget(rep, p)
+		senders = senders || p.Rate == orchestrate.RateMax
+		verdict := p.Verdict
+		if p.Partial {
+			verdict += " (partial: what was measured before the interrupt)"
+		}
+		row = append(row, target, Num(p.AchievedRate), Num(p.AcceptedRate), fwd, backlog, cu, ms(p.Latency.P50),
+			ms(p.Latency.P99), ms(p.Latency.Max), c, e, mb(p.PeakRSS), slope, verdict)
+		t.Add(row...)
+	}
+	t.Write(w)
+	subject, whose := "Relay", "Relay's"
+	if rep.Harness {
+		subject, whose = "the harness", "the harness's"
+	}
+	fmt.Fprintln(w)
+	if senders {
+		fmt.Fprint(w, "max: sent as fast as possible by that many senders, each waiting for the answer before sending again. ")
+	}
+	fmt.Fprintf(w, "forwarded/s: data envelopes that reached the fake upstream per second over the measured window; when the backlog grows, that is %s throughput ceiling. "+
+		"backlog: envelopes accepted but not forwarded yet at the end of the window. "+
+		"catch-up: from blast's end until the last envelope was forwarded, the time %s needed to work off its backlog (\"> 20 s\": still forwarding when the drain gave up). ",
+		whose, subject)
+	fmt.Fprintf(w, "%s cores: CPU time (user+system, all threads) over the measured window divided by its length, idle subtracted. "+
+		"CPU per envelope: %s CPU time from blast's start until forwarding settled, idle subtracted, divided by the envelopes forwarded in that time; "+
+		"counted per forwarded envelope, it is not diluted above capacity, where %s accepts more than it processes. "+
+		"RSS slope: how fast %s resident memory grew over the window.", proc, whose, subject, whose)
+	if rounds {
+		fmt.Fprint(w, " ±: half the spread (max−min) between rounds, in % of the median.")
+	}
+	fmt.Fprintln(w)
+}
+
+// gate writes the thresholds held against a baseline run.
+func (pg *page) gate() {
+	g := pg.rep.Gate
+	if g == nil {
+		return
+	}
+	pg.h("Against the baseline " + g.Baseline)
+	switch {
+	case len(g.Breaches) == 0:
+		fmt.Fprintf(pg.w, "No threshold crossed (%d checks).\n", g.Compared)
+	default:
+		fmt.Fprintf(pg.w, "%d of %d checks crossed their threshold:\n\n", len(g.Breaches), g.Compared)
+		for _, b := range g.Breaches {
+			fmt.Fprintln(pg.w, "- "+b.String())
+		}
+	}
+	if len(g.Missing) > 0 {
+		var rates []string
+		for _, r := range g.Missing {
+			rates = append(rates, rateCell(r))
+		}
+		fmt.Fprintf(pg.w, "\nNot in the baseline, so not checked: %s.\n", strings.Join(rates, ", "))
+	}
+}
+
+// noiseCell is a comparison's noise verdict with its p-value.
+func noiseCell(verdict string, p float64) string {
+	if verdict == "" {
+		return "–"
+	}
+	return fmt.Sprintf("%s (p=%.2f)", verdict, p)
+}
+
+// findMax writes the bisection, when there was one.
+func (pg *page) findMax() {
+	w, rep := pg.w, pg.rep
+	if len(rep.FindMax) > 0 {
+		pg.h("Highest rate kept up with (bisection)")
+		t := NewTable("build", ">kept up at", ">fell behind at", "probes", "stopped early")
+		for _, fm := range rep.FindMax {
+			var probes []string
+			for _, p := range fm.Probes {
+				probes = append(probes, Num(p))
+			}
+			ku, fb := "–", "–"
+			if fm.KeptUp > 0 {
+				ku = Num(fm.KeptUp) + "/s"
+			}
+			if fm.FellBehind > 0 {
+				fb = Num(fm.FellBehind) + "/s"
+			}
+			t.Add(fm.Build, ku, fb, strings.Join(probes, " → "), fm.Stopped)
+		}
+		t.Write(w)
+	}
+}
+
+// comparisons writes the other builds against the baseline.
+func (pg *page) comparisons() {
+	w, rep := pg.w, pg.rep
+	if len(rep.Comparisons) > 0 {
+		pg.h("Builds compared with " + rep.Comparisons[0].Baseline)
+		t := NewTable(">target/s", "build", ">"+rep.Comparisons[0].Baseline+" cores", ">cores", ">change",
+			">CPU per envelope", ">change", "CPU per envelope: beyond noise?", ">p99 change", ">peak RSS change")
+		noise := false
+		for _, c := range rep.Comparisons {
+			t.Add(Num(c.Rate), c.Build, cores(c.BaseCores), cores(c.Cores), pct(c.CoresChange),
+				ms(c.MsPerEnv)+" ms", pct(c.MsPerEnvChange), noiseCell(c.MsPerEnvVerdict, c.MsPerEnvP), pct(c.P99Change), pct(c.PeakRSSChange))
+			noise = noise || c.MsPerEnvVerdict != ""
+		}
+		t.Write(w)
+		if noise {
+			fmt.Fprintf(w, "\nbeyond noise: lower or higher only when every round of one build is below every round of the other and, with 4 or more rounds each, the two-sided Mann–Whitney U test over the rounds gives p < 0.05 (with 3 rounds each its smallest p is 0.1, so the ranges decide); otherwise within noise. Needs %d or more rounds.\n", orchestrate.MinRoundsForNoise)
+		} else {
+			fmt.Fprintf(w, "\nWhether a change is beyond noise needs --rounds %d or more.\n", orchestrate.MinRoundsForNoise)
+		}
+	}
+}
+
+// steps writes one row per step.
+func (pg *page) steps() {
+	w, rep, multi, rounds := pg.w, pg.rep, pg.multi, pg.rounds
+	pg.h("Steps")
+	cols := []string{">#"}
+	if multi {
+		cols = append(cols, "build")
+	}
+	if rounds {
+		cols = append(cols, ">round")
+	}
+	cols = append(cols, ">target/s", ">forwarded", ">gap", ">catch-up", "items by type", ">idle cores", ">harness cores", ">ready", ">shutdown", ">step took", ">load 1m", "verdict")
+	t := NewTable(cols...)
+	for _, st := range rep.Steps {
+		row := []string{fmt.Sprint(st.Index)}
+		if multi {
+			row = append(row, st.Build)
+		}
+		if rounds {
+			row = append(row, fmt.Sprint(st.Round))
+		}
+		shut := secs(st.Shutdown.Took)
+		if st.Shutdown.Killed {
+			shut += " (killed)"
+		}
+		if rep.Harness {
+			shut = "–"
+		}
+		ready := "–"
+		if st.ReadyAfter > 0 {
+			ready = secs(st.ReadyAfter)
+		}
+		cu := catchUp(st.Steady.CatchUp, st.Drain.Took)
+		v := st.Verdict
+		if len(st.Reasons) > 0 {
+			v += ": " + strings.Join(st.Reasons, "; ")
+		}
+		if st.Failed {
+			v, cu = "failed: "+st.Error, "–"
+		}
+		harness := "–"
+		if st.CPU.HarnessCores > 0 {
+			harness = fmt.Sprintf("%s (%.0f%%)", cores(st.CPU.HarnessCores), st.CPU.HarnessShare)
+		}
+		took := "–"
+		if st.Took > 0 {
+			took = fmt.Sprintf("%.0f s (%.0f%% outside)", st.Took.Seconds(), st.OutsideWindow)
+		}
+		row = append(row, rateCell(st.Rate), Num(float64(st.Upstream.Forwarded)), Num(float64(st.Upstream.Gap)), cu, kv(st.Upstream.ItemsByType),
+			cores(st.CPU.IdleCores), harness, ready, shut, took, fmt.Sprintf("%.2f→%.2f", st.LoadAvg[0], st.LoadAvg[1]), v)
+		t.Add(row...)
+	}
+	t.Write(w)
+	what := "data envelopes (the SDK traffic Relay passed on, not its own metric and outcome envelopes; results.csv has both)"
+	if rep.Harness {
+		what = "data envelopes"
+	}
+	fmt.Fprintf(w, "\nforwarded: %s the fake upstream received from the start of blast (its warm-up included) until the drain ended; "+
+		"gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest); "+
+		"catch-up: from blast's end until the last data envelope arrived; "+
+		"harness cores: orchestrate's own CPU (blast, the fake upstream) over the measured window, and its share of Relay's; "+
+		"step took: the whole step, and the share of it outside the measured window (Relay's start, warm-up, idle, drain, shutdown).\n", what)
+}
+
+// outcomes writes the outcomes Relay reported.
+func (pg *page) outcomes() {
+	w, rep, proc := pg.w, pg.rep, pg.proc
+	if hasOutcomes(rep) {
+		pg.h("Outcomes " + proc + " reported")
+		t := NewTable(">#", ">target/s", "outcome", "category", "reason", ">quantity")
+		for _, st := range rep.Steps {
+			for _, o := range st.Upstream.Outcomes {
+				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), o.Outcome, o.Category, o.Reason, Num(float64(o.Quantity)))
+			}
+		}
+		t.Write(w)
+		fmt.Fprintln(w, "\nOutcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped, by data category and reason; with --quota they show the quota at work.")
+	}
+}
+
+// canaries writes what the upstream found of the PII canaries.
+func (pg *page) canaries() {
+	w, rep := pg.w, pg.rep
+	scanned := false
+	for _, st := range rep.Steps {
+		scanned = scanned || st.Upstream.Canaries.ItemsScanned > 0
+	}
+	if !scanned {
+		return
+	}
+	pg.h("PII canaries")
+	if rep.Harness {
+		fmt.Fprintln(w, "Without a Relay nothing scrubs: the fake upstream receives every canary as blast planted it, so there is nothing to judge here.")
+		return
+	}
+	t := NewTable(">#", ">target/s", ">items scanned", ">scrubbed items", "leaked", "controls kept")
+	for _, st := range rep.Steps {
+		c := st.Upstream.Canaries
+		if c.ItemsScanned == 0 {
+			continue
+		}
+		leaked := "none"
+		if len(c.Leaks) > 0 {
+			leaked = kv(c.Leaks)
+		}
+		t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), Num(float64(c.ItemsScanned)), Num(float64(c.ScrubbedItems)), leaked, kv(c.KeptFound))
+	}
+	t.Write(w)
+	fmt.Fprintln(w, "\nThe pool plants values that Relay's default data scrubbing must remove (card numbers, IBANs, passwords, …) and a control it must leave alone (public_note); the fake upstream looks for each in what Relay forwards. leaked: canaries that reached the upstream; controls kept: controls found, as they should be.")
+}
+
+// statsd writes Relay's own metrics from the StatsD receiver.
+func (pg *page) statsd() {
+	w, rep := pg.w, pg.rep
+	if hasStatsD(rep) {
+		pg.h("Relay's own metrics (StatsD, measured window and drain)")
+		t := NewTable(">#", ">target/s", "metric", ">p50", ">p99", ">max", ">count")
+		for _, st := range rep.Steps {
+			for _, name := range slices.Sorted(maps.Keys(st.StatsD)) {
+				q := st.StatsD[name]
+				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), name, ms(q.P50), ms(q.P99), ms(q.Max), "")
+			}
+			for _, name := range slices.Sorted(maps.Keys(st.StatsDCounters)) {
+				t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), name, "", "", "", Num(st.StatsDCounters[name]))
+			}
+		}
+		t.Write(w)
+	}
+}
+
+// faults writes what happened around each injected fault.
+func (pg *page) faults() {
+	w, rep := pg.w, pg.rep
+	for _, st := range rep.Steps {
+		if st.Fault != nil {
+			pg.h(fmt.Sprintf("Fault in step %d (%s)", st.Index, rateLabel(st)))
+			fmt.Fprintln(w, st.Fault.Summary+".")
+		}
+	}
+}
+
+// failed writes the failed steps with the tail of Relay's log.
+func (pg *page) failed() {
+	w, rep, md := pg.w, pg.rep, pg.md
+	var failed []*orchestrate.Step
+	for _, st := range rep.Steps {
+		if st.Failed {
+			failed = append(failed, st)
+		}
+	}
+	if len(failed) > 0 {
+		pg.h("Failed steps")
+		for _, st := range failed {
+			fmt.Fprintf(w, "Step %d (%s, %s): %s\n", st.Index, st.Build, rateLabel(st), st.Error)
+			if st.LogTail != "" {
+				if md {
+					fmt.Fprintf(w, "\n```\n%s\n```\n\n", st.LogTail)
+				} else {
+					fmt.Fprintln(w, "  "+strings.ReplaceAll(st.LogTail, "\n", "\n  "))
+				}
+			}
+		}
+	}
+}
+
+// perf writes the perf recordings and where the time went.
+func (pg *page) perf() {
+	w, rep, md, dir := pg.w, pg.rep, pg.md, pg.dir
+	var perfs []*orchestrate.PerfRecord
+	var plain *orchestrate.PerfRecord // the first recording without a profile
+	for _, st := range rep.Steps {
+		if st.Perf != nil {
+			perfs = append(perfs, st.Perf)
+			if st.Perf.Profile == nil && plain == nil {
+				plain = st.Perf
+			}
+		}
+	}
+	if len(perfs) > 0 {
+		pg.h("perf recordings")
+		for _, p := range perfs {
+			line := fmt.Sprintf("%s: event %s, call graph %s, %s", p.File, p.Event, p.CallGraph, p.Exit)
+			if p.Note != "" {
+				line += " (" + p.Note + ")"
+			}
+			fmt.Fprintln(w, "- "+line)
+		}
+		if plain != nil {
+			fmt.Fprintln(w, "\nTo fold one into a flame graph: "+strings.ReplaceAll(orchestrate.FoldHint, "FILE", plain.File))
+		}
+	}
+	if hasProfile(rep) {
+		pg.h("Where the time goes")
+		profiles(w, rep, md, dir)
+	}
+}
+
+// notes writes the run's and the steps' notes.
+func (pg *page) notes() {
+	w, rep := pg.w, pg.rep
+	var notes []string
+	notes = append(notes, rep.Notes...)
+	for _, st := range rep.Steps {
+		for _, n := range st.Notes {
+			notes = append(notes, fmt.Sprintf("step %d: %s", st.Index, n))
+		}
+	}
+	if len(notes) > 0 {
+		pg.h("Notes")
+		for _, n := range notes {
+			fmt.Fprintln(w, "- "+n)
+		}
+	}
+}
+
+// chartSection writes links to the charts (report.md only).
+func (pg *page) chartSection() {
+	w, rep, md, charts := pg.w, pg.rep, pg.md, pg.charts
+	if md && len(charts) > 0 {
+		pg.h("Charts")
+		chartLinks(w, rep, charts)
+	}
+}
+
+// setup writes what shaped the numbers: builds, traffic, steps, host.
+func (pg *page) setup() {
+	w, rep := pg.w, pg.rep
+	pg.h("Setup")
+	s := rep.Setup
+	var builds []string
+	for _, b := range s.Builds {
+		if b.Bin != "" {
+			s := b.Name + "=" + b.Bin
+			if b.Version != "" {
+				s += " (" + b.Version + ")"
+			}
+			builds = append(builds, s)
+		}
+	}
+	if len(builds) > 0 {
+		fmt.Fprintf(w, "Builds: %s.\n", strings.Join(builds, ", "))
+	}
+	fmt.Fprintf(w, "Traffic: mix %s, %d projects (Zipf), pool of %d envelopes (%s raw, %s on the wire, %s), %d user agents%s, seed %d.\n",
+		s.Mix, s.Projects, s.PoolSize, mb(float64(s.PoolBytes["raw"])), mb(float64(s.PoolBytes["encoded"])), s.Encoding,
+		s.UserAgents, map[bool]string{true: " (every envelope its own)", false: ""}[s.UniqueUserAgents], s.Seed)
+	fmt.Fprintf(w, "Each step: fresh fake upstream and %s, warm-up, %s idle, %s blast warm-up (discarded), %s measured, drain, shutdown.",
+		map[bool]string{true: "no Relay (blast → fake upstream)", false: "Relay"}[rep.Harness], s.Idle, s.Warmup, s.Duration)
+	if s.RelayCPUs != "" {
+		fmt.Fprintf(w, " Relay pinned to CPUs %s", s.RelayCPUs)
+		if s.HarnessCPUs != "" {
+			fmt.Fprintf(w, ", blast and the fake upstream to CPUs %s", s.HarnessCPUs)
+		}
+		fmt.Fprint(w, ".")
+	} else if !rep.Harness {
+		fmt.Fprintf(w, " Relay not pinned: it shares the CPUs with blast and the fake upstream (GOMAXPROCS=%d).", s.HarnessProcs)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Host: %d CPUs (%s), Linux %s, %s. Started %s, took %s.\n", rep.Host.CPUs, rep.Host.CPUModel, rep.Host.Kernel,
+		rep.Host.GoVersion, rep.Started.UTC().Format("2006-01-02 15:04 UTC"), rep.Finished.Sub(rep.Started).Round(1e9))
+}
+
+func hasOutcomes(rep *orchestrate.Report) bool {
+	for _, st := range rep.Steps {
+		if len(st.Upstream.Outcomes) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasStatsD(rep *orchestrate.Report) bool {
+	for _, st := range rep.Steps {
+		if len(st.StatsD) > 0 || len(st.StatsDCounters) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// loadRange is the range of 1-minute load averages seen around the steps.
+func loadRange(rep *orchestrate.Report) string {
+	lo, hi := -1.0, -1.0
+	for _, st := range rep.Steps {
+		for _, v := range st.LoadAvg {
+			if v < 0 {
+				continue
+			}
+			if lo < 0 || v < lo {
+				lo = v
+			}
+			if v > hi {
+				hi = v
+			}
+		}
+	}
+	if lo < 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f–%.1f on %d CPUs", lo, hi, rep.Host.CPUs)
+}
+
+// rateLabel is a step's rate in sentences: "500/s", "max (64 senders)".
+func rateLabel(st *orchestrate.Step) string {
+	if st.Rate != orchestrate.RateMax {
+		return Num(st.Rate) + "/s"
+	}
+	if st.Concurrency > 0 {
+		return fmt.Sprintf("max (%d senders)", st.Concurrency)
+	}
+	return "max"
+}
+
+// inDir is path relative to dir, with slashes, if path is inside dir.
+func inDir(dir, path string) (string, bool) {
+	if dir == "" || path == "" {
+		return "", false
+	}
+	ad, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	ap, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(ad, ap)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// chartLinks writes report.md's Charts section: the sweep's charts, then
+// one chart per step under its caption.
+func chartLinks(w io.Writer, rep *orchestrate.Report, charts []string) {
+	byName := map[string]*orchestrate.Step{}
+	withSeconds := 0
+	for _, st := range rep.Steps {
+		byName[stepChartName(st)] = st
+		if len(st.Seconds) > 0 {
+			withSeconds++
+		}
+	}
+	var steps []string
+	for _, c := range charts {
+		name := filepath.Base(c)
+		if byName[name] != nil {
+			steps = append(steps, name)
+			continue
+		}
+		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(name, ".svg"), name)
+	}
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprint(w, "### Each step second by second\n\n")
+	if rep.Harness {
+		fmt.Fprint(w, "From blast's start to the end of the drain: envelopes per second blast sent, had accepted and the fake upstream received; the backlog (accepted − received); the harness's RSS. ")
+	} else {
+		fmt.Fprint(w, "From blast's start to the end of the drain: envelopes per second blast sent, Relay accepted and forwarded; the backlog (accepted − forwarded); Relay's RSS. ")
+	}
+	fmt.Fprint(w, "The shaded band is the measured window, the dashed line blast's end.")
+	if len(steps) < withSeconds {
+		fmt.Fprintf(w, " %d of the %d steps are shown: the first round only, at most %d.", len(steps), withSeconds, maxStepCharts)
+	}
+	fmt.Fprint(w, "\n\n")
+	for _, name := range steps {
+		st := byName[name]
+		caption := fmt.Sprintf("Step %d: %s, %s", st.Index, st.Build, rateLabel(st))
+		if rep.Setup.Rounds > 1 {
+			caption += fmt.Sprintf(", round %d", st.Round)
+		}
+		fmt.Fprintf(w, "%s (%s)\n\n![step %d](%s)\n\n", caption, st.Verdict, st.Index, name)
+	}
+}
