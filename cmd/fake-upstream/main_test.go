@@ -75,7 +75,7 @@ func TestTimedFault(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	defer cmd.Process.Kill() // on a failure before the end
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +108,8 @@ func TestTimedFault(t *testing.T) {
 	if f.Latency["live"].Fixed != "1ms" || len(f.Inject) != 0 {
 		t.Errorf("after the fault: %+v, want the --latency fault alone", f)
 	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait() // stderr is complete (and no longer written) once it exited
 	if !strings.Contains(stderr.String(), "fault 429-storm=1s@0s begins (1s)") || !strings.Contains(stderr.String(), "fault 429-storm=1s@0s ends") {
 		t.Errorf("stderr %q", stderr.String())
 	}
