@@ -2,6 +2,7 @@ package orchestrate
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,6 +180,25 @@ func TestTrueCost(t *testing.T) {
 	}
 	if ms, _, _, _ := trueCost(a, b, 0, 0); ms != 0 {
 		t.Errorf("nothing forwarded: %v", ms)
+	}
+}
+
+func TestCostBelowIdle(t *testing.T) {
+	// The CI run that asked for this: 65 envelopes over 3 s, load CPU
+	// 0.05 × 3 − idle 0.04 × 3 read as −0.0495 cpu-s.
+	low := CPU{IdleCores: 0.04, CostSpan: 3 * time.Second, CostCPUSecs: -0.0495, CostEnvelopes: 65, MsPerEnv: -0.76}
+	n := costBelowIdle(low)
+	if !strings.HasPrefix(n, NoteCostBelowIdle) || !strings.Contains(n, "(0.024 cores over 3.0 s, idle 0.040)") || !strings.Contains(n, "-0.76 ms") {
+		t.Errorf("note %q", n)
+	}
+	for _, c := range []CPU{
+		{IdleCores: 0.04, CostSpan: 3 * time.Second, CostCPUSecs: 0.3, CostEnvelopes: 65, MsPerEnv: 4.6}, // measured
+		{CostSpan: 3 * time.Second, CostCPUSecs: -0.1},                                                   // nothing forwarded
+		{CostEnvelopes: 10}, // no end reading
+	} {
+		if n := costBelowIdle(c); n != "" {
+			t.Errorf("%+v: %q", c, n)
+		}
 	}
 }
 

@@ -643,6 +643,9 @@ func (s *step) collect() {
 		st.Steady.CatchUp = st.Drain.LastForward
 	}
 	st.CPU.MsPerEnv, st.CPU.CostSpan, st.CPU.CostCPUSecs, st.CPU.CostEnvelopes = trueCost(s.atBlast, s.atDrainEnd, st.CPU.IdleCores, final.DataEnvelopes)
+	if n := costBelowIdle(st.CPU); n != "" {
+		st.Notes = append(st.Notes, n)
+	}
 	st.Series, st.CPU.PeakCores = series(smp, samplesAt)
 	for i := 1; i < len(smp); i++ {
 		st.Stall = max(st.Stall, smp[i].At-smp[i-1].At)
@@ -662,6 +665,23 @@ func windowSeconds(res *blast.Result) (from, to int) {
 	from = int((res.Warmup + time.Second - 1) / time.Second)
 	to = int((res.Warmup + res.Elapsed) / time.Second)
 	return from, max(to, from)
+}
+
+// NoteCostBelowIdle begins the note a step carries when Relay used no more
+// CPU under load than at idle.
+const NoteCostBelowIdle = "Relay used no more CPU under load than at idle"
+
+// costBelowIdle is the note for a step whose load CPU over the cost span
+// was no more than its idle reading ("" otherwise): idle CPU is read over a
+// short window in 10 ms ticks, and at a low rate Relay's load falls within
+// that error, which makes the cost per envelope zero or negative.
+func costBelowIdle(c CPU) string {
+	if c.CostEnvelopes == 0 || c.CostSpan <= 0 || c.CostCPUSecs > 0 {
+		return ""
+	}
+	secs := c.CostSpan.Seconds()
+	return fmt.Sprintf(NoteCostBelowIdle+" (%.3f cores over %.1f s, idle %.3f): the cost per envelope (%.2f ms) is within the idle reading's error; lengthen --duration or --idle",
+		c.CostCPUSecs/secs+c.IdleCores, secs, c.IdleCores, c.MsPerEnv)
 }
 
 // trueCost is CPU per forwarded envelope from blast's start (a) until

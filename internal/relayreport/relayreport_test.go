@@ -89,7 +89,10 @@ func TestRunWithStandin(t *testing.T) {
 		t.Fatalf("card: %d kinds, capacity %v, max %v, errors %v; notes %v", len(card.Kinds), card.Capacity != nil, card.Max != nil, card.Errors != nil, card.Notes)
 	}
 	for _, k := range card.Kinds {
-		if k.Step.Failed || k.Step.CPU.MsPerEnv <= 0 || k.Step.Upstream.ItemsByType == nil {
+		// At 50/s for 1 s the stand-in's load CPU can fall within the idle
+		// reading's error: then the step says so instead of a cost.
+		if k.Step.Failed || k.Step.CPU.CostEnvelopes == 0 || k.Step.Upstream.ItemsByType == nil ||
+			(k.Step.CPU.MsPerEnv <= 0 && !hasNote(k.Step.Notes, orchestrate.NoteCostBelowIdle)) {
 			t.Errorf("%s: %+v", k.Kind, k.Step)
 		}
 	}
@@ -104,6 +107,15 @@ func TestRunWithStandin(t *testing.T) {
 	if card.Relay.Version == "" || !strings.Contains(card.Relay.Version, "not Relay") {
 		t.Errorf("version %q", card.Relay.Version)
 	}
+}
+
+func hasNote(notes []string, prefix string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestMain(m *testing.M) { testutil.Main(m) }
