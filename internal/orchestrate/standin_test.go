@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,19 +212,62 @@ exit 137
 	}
 }
 
+// cancelOn is a progress log that interrupts the run a delay after the
+// first line containing marker: the interrupt lands in a named phase
+// however slow the machine is.
+type cancelOn struct {
+	marker    string
+	delay     time.Duration
+	cancel    context.CancelFunc
+	mu        sync.Mutex
+	cancelled time.Time
+	fired     bool
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fired && strings.Contains(string(p), c.marker) {
+		c.fired = true
+		time.AfterFunc(c.delay, func() {
+			c.mu.Lock()
+			c.cancelled = time.Now()
+			c.mu.Unlock()
+			c.cancel()
+		})
+	}
+	return len(p), nil
+}
+
+func (c *cancelOn) at() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cancelled
+}
+
 func TestInterruptStopsEverything(t *testing.T) {
 	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	bin := standin(t)
-	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 2800 * time.Millisecond} {
-		t.Run(after.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		name, marker string
+		delay        time.Duration
+		partial      bool // blast ran: the step keeps what it measured
+	}{
+		{"pool", "building a pool", 0, false},
+		{"relay start", "step 1:", 0, false},
+		{"mid-blast", "  blast ", 800 * time.Millisecond, true},
+		{"drain", "  drain", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			cfg := quick(50, 100)
 			cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 			cfg.WorkDir = t.TempDir()
 			ctx, cancel := context.WithCancel(context.Background())
-			var cancelled time.Time
-			time.AfterFunc(after, func() { cancelled = time.Now(); cancel() })
+			defer cancel()
+			log := &cancelOn{marker: tc.marker, delay: tc.delay, cancel: cancel}
+			cfg.Log = log
 			rep, err := Run(ctx, cfg)
-			took := time.Since(cancelled)
+			took := time.Since(log.at())
 			if err == nil || rep == nil || !rep.Interrupted {
 				t.Fatalf("err %v, report %v", err, rep != nil)
 			}
@@ -236,21 +280,33 @@ func TestInterruptStopsEverything(t *testing.T) {
 			if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
 				t.Errorf("left behind: %v", ents)
 			}
-			// Interrupted mid-blast, the step keeps what it measured,
+			if tc.marker == "building a pool" {
+				if len(rep.Steps) != 0 {
+					t.Errorf("interrupted while building the pool, yet %d steps ran", len(rep.Steps))
+				}
+				return
+			}
+			if len(rep.Steps) != 1 {
+				t.Fatalf("%d steps, want the interrupted first one", len(rep.Steps))
+			}
+			st := rep.Steps[0]
+			if st.Verdict != VerdictInterrupted || st.Failed || st.Partial != tc.partial {
+				t.Errorf("step: %s failed=%v partial=%v", st.Verdict, st.Failed, st.Partial)
+			}
+			if !tc.partial {
+				if len(rep.Summary) != 0 {
+					t.Errorf("summary from a step that measured nothing: %+v", rep.Summary)
+				}
+				return
+			}
+			// Interrupted once blast ran, the step keeps what it measured,
 			// marked partial, and nothing is judged from it.
-			last := rep.Steps[len(rep.Steps)-1]
-			if last.Verdict != VerdictInterrupted || last.Failed {
-				t.Errorf("last step: %s failed=%v", last.Verdict, last.Failed)
+			if st.Sent == 0 || len(st.Seconds) == 0 {
+				t.Errorf("partial step without figures: sent %d, %d seconds", st.Sent, len(st.Seconds))
 			}
-			if last.Partial {
-				if last.Sent == 0 || len(last.Seconds) == 0 {
-					t.Errorf("partial step without figures: sent %d, %d seconds", last.Sent, len(last.Seconds))
-				}
-				if p := rep.Summary[len(rep.Summary)-1]; p.KeptUpJudged || p.AchievedRate == 0 && len(rep.Steps) == 1 {
-					t.Errorf("point from a partial step: %+v", p)
-				}
+			if len(rep.Summary) != 1 || rep.Summary[0].KeptUpJudged || rep.Summary[0].Rate != 50 {
+				t.Errorf("summary from a partial step: %+v", rep.Summary)
 			}
-			t.Logf("after %v: %d steps, last partial=%v sent %d", after, len(rep.Steps), last.Partial, last.Sent)
 		})
 	}
 }
