@@ -73,6 +73,7 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 	p.labelled("errors_total", "Rejected requests by reason.", "reason", st.Errors)
 	p.labelled("faults_injected_total", "Injected faults by kind.", "fault", st.Faults)
 	p.counter("panics_total", "Recovered handler panics.", st.Panics)
+	p.gauge("in_flight_requests", "Requests being handled, not counting this one.", float64(st.InFlight))
 
 	p.header("requests_total", "Requests by route and status.", "counter")
 	for _, route := range sortedKeys(st.Requests) {

@@ -191,7 +191,7 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/config_requests/project": "config_requests_project_total", "/config_requests/keys_served": "config_keys_served_total",
 		"/config_requests/pending": "config_keys_pending_total", "/config_requests/unchanged": "config_keys_unchanged_total",
 		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/metric_buckets": "metric_buckets_total",
-		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total",
+		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
 	}
 	labelled := map[string][2]string{ // JSON map → metric, label
 		"/registrations/failures": {"registration_failures_total", "reason"}, "/envelopes_by_sender": {"envelopes_by_sender_total", "sender"},

@@ -274,7 +274,12 @@ func (s *Server) RegisterRelay(id string, pub relayauth.PublicKey) {
 }
 
 // Stats returns a snapshot of the counters.
-func (s *Server) Stats() Stats { return s.stats.Load().snapshot(s) }
+func (s *Server) Stats() Stats {
+	c := s.stats.Load()
+	st := c.snapshot(s)
+	st.InFlight = c.inflight.Load()
+	return st
+}
 
 // resetWait bounds how long ResetStats waits for requests still counting
 // into the old generation (a hanging-outage fault can hold one for long).
@@ -704,6 +709,7 @@ func (s *Server) handleStats(w http.ResponseWriter, req *http.Request, c *counte
 		return
 	}
 	st := s.Stats()
+	st.InFlight-- // not this request
 	switch f := req.URL.Query().Get("format"); f {
 	case "", "json":
 		writeJSON(w, http.StatusOK, st)

@@ -310,6 +310,9 @@ type Stats struct {
 	Requests      map[string]map[string]int64 `json:"requests"`
 	Faults        map[string]int64            `json:"faults_injected"`
 	Panics        int64                       `json:"panics"`
+	// InFlight is the requests being handled when the snapshot was taken
+	// (over /stats, not counting that request).
+	InFlight int64 `json:"in_flight"`
 }
 
 // Registrations counts the two registration steps.

@@ -163,7 +163,22 @@ func TestProcess(t *testing.T) {
 				resp.Body.Close()
 				inflight <- resp.StatusCode
 			}()
-			time.Sleep(150 * time.Millisecond)
+			// Signal once the server is handling it (the injected latency
+			// holds it for 400 ms).
+			inFlight := testutil.Eventually(5*time.Second, func() bool {
+				var st struct {
+					InFlight int64 `json:"in_flight"`
+				}
+				resp, err := http.Get("http://" + addr + "/stats")
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				return json.NewDecoder(resp.Body).Decode(&st) == nil && st.InFlight == 1
+			})
+			if !inFlight {
+				t.Fatal("the live request never showed in /stats in_flight")
+			}
 			cmd.Process.Signal(sig)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
