@@ -267,22 +267,23 @@ func TestSIGINTLeavesNoRelay(t *testing.T) {
 	bin := relayBin(t)
 	orch := testutil.Build(t, "github.com/relayload/relayload/cmd/orchestrate")
 	work := t.TempDir()
-	cmd := exec.Command(orch, "--relay-bin", bin, "--rates", "100", "--duration", "30s", "--idle", "1s", "--projects", "10", "--pool", "200", "--quiet")
+	cmd := exec.Command(orch, "--relay-bin", bin, "--rates", "100", "--duration", "30s", "--idle", "1s", "--projects", "10", "--pool", "200")
 	cmd.Env = append(os.Environ(), "TMPDIR="+work)
+	var stderr testutil.Output
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	var relays []int
-	for time.Now().Before(deadline) && len(relays) == 0 {
-		time.Sleep(100 * time.Millisecond)
-		relays = processesOf(bin)
+	if !stderr.WaitFor("  blast ", 60*time.Second) {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the blast never began:\n%s", stderr.String())
 	}
+	time.Sleep(2 * time.Second) // into the blast
+	relays := processesOf(bin)
 	if len(relays) == 0 {
 		_ = cmd.Process.Kill()
-		t.Fatal("Relay never ran")
+		t.Fatal("no Relay during the blast")
 	}
-	time.Sleep(4 * time.Second) // into the blast
 	sent := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()

@@ -110,34 +110,33 @@ func relayRunning(pid int, bin string) bool {
 func TestSIGINT(t *testing.T) {
 	orch := testutil.Build(t, "github.com/relayload/relayload/cmd/orchestrate")
 	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
-	// 0: 500 ms after the start (the pool is built or the relay starts);
-	// else this long after the relay was seen running (mid-blast).
-	for _, after := range []time.Duration{0, 2 * time.Second} {
-		t.Run(after.String(), func(t *testing.T) {
+	// Interrupted as the pool is built, or 1 s into the first blast (3 s):
+	// the progress lines on stderr say when.
+	for _, tc := range []struct {
+		name, line string
+		into       time.Duration
+	}{{"pool", "building a pool", 0}, {"mid-blast", "  blast ", time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
 			tmp, out := t.TempDir(), t.TempDir()
 			cmd := exec.Command(orch, "--relay-bin", relay, "--rates", "100,200", "--duration", "3s", "--warmup", "500ms",
 				"--idle", "500ms", "--projects", "10", "--pool", "200", "--out", out)
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-			var stdout, stderr bytes.Buffer
+			var stdout, stderr testutil.Output
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			if after == 0 {
-				time.Sleep(500 * time.Millisecond)
-			} else {
-				// Wait for the relay, so that the check below has it to check.
-				deadline := time.Now().Add(15 * time.Second)
-				for !relayRunning(cmd.Process.Pid, relay) && time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond)
-				}
-				if !relayRunning(cmd.Process.Pid, relay) {
-					t.Fatalf("the relay never ran")
-				}
-				time.Sleep(after)
+			if !stderr.WaitFor(tc.line, 30*time.Second) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("no %q line:\n%s", tc.line, stderr.String())
+			}
+			time.Sleep(tc.into)
+			midBlast := tc.into > 0
+			if midBlast && !relayRunning(cmd.Process.Pid, relay) {
+				t.Fatalf("the relay is not running during the blast")
 			}
 			kids := children(cmd.Process.Pid)
-			if after > 0 && len(kids) == 0 {
+			if midBlast && len(kids) == 0 {
 				t.Fatal("no child to check")
 			}
 			sent := time.Now()
@@ -171,7 +170,7 @@ func TestSIGINT(t *testing.T) {
 			if !strings.Contains(stdout.String(), "INTERRUPTED") {
 				t.Errorf("stdout lacks the partial-report banner:\n%s", stdout.String())
 			}
-			t.Logf("after %v: %d children, exit in %v", after, len(kids), took.Round(time.Millisecond))
+			t.Logf("%s: %d children, exit in %v", tc.name, len(kids), took.Round(time.Millisecond))
 		})
 	}
 }

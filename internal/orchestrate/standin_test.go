@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,6 +220,7 @@ type cancelOn struct {
 	marker    string
 	delay     time.Duration
 	cancel    context.CancelFunc
+	before    func() // called just before the interrupt (nil: nothing)
 	mu        sync.Mutex
 	cancelled time.Time
 	fired     bool
@@ -230,6 +232,9 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 	if !c.fired && strings.Contains(string(p), c.marker) {
 		c.fired = true
 		time.AfterFunc(c.delay, func() {
+			if c.before != nil {
+				c.before()
+			}
 			c.mu.Lock()
 			c.cancelled = time.Now()
 			c.mu.Unlock()
@@ -525,33 +530,22 @@ func TestInterruptStopsPerf(t *testing.T) {
 	cfg.Perf = filepath.Join(t.TempDir(), "interrupted.data")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var (
-		cancelled time.Time
-		sawPerf   bool
-	)
-	go func() {
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			if len(processesMentioning(cfg.Perf)) > 0 {
-				sawPerf = true
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		time.Sleep(300 * time.Millisecond) // perf is attached and recording
-		cancelled = time.Now()
-		cancel()
-	}()
+	// 1 s into the blast perf is recording: it attaches as the measured
+	// window opens, after blast's 300 ms warm-up.
+	var sawPerf atomic.Bool
+	log := &cancelOn{marker: "  blast ", delay: time.Second, cancel: cancel,
+		before: func() { sawPerf.Store(len(processesMentioning(cfg.Perf)) > 0) }}
+	cfg.Log = log
 	rep, err := Run(ctx, cfg)
-	took := time.Since(cancelled)
+	took := time.Since(log.at())
 	if err != nil && strings.Contains(err.Error(), "perf cannot record") && os.Geteuid() != 0 {
 		t.Skip(err)
 	}
 	if rep == nil || !rep.Interrupted {
 		t.Fatalf("err %v, report %v", err, rep != nil)
 	}
-	if !sawPerf {
-		t.Fatalf("perf never ran (steps %+v)", rep.Steps)
+	if !sawPerf.Load() {
+		t.Fatalf("perf was not running (steps %+v)", rep.Steps)
 	}
 	if took > 2*time.Second {
 		t.Errorf("Run returned %v after the interrupt", took)

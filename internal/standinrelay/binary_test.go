@@ -226,10 +226,18 @@ func TestBinarySignals(t *testing.T) {
 				}
 				resp.Body.Close()
 			}
+			closed := func() bool {
+				c, err := net.Dial("tcp", "127.0.0.1:"+port)
+				if err == nil {
+					c.Close()
+				}
+				return err != nil
+			}
 			start := time.Now()
 			for i, sig := range tc.signals {
 				if i > 0 {
-					time.Sleep(100 * time.Millisecond)
+					// The first SIGTERM was handled once the listener closed.
+					waitFor(t, time.Second, "the listener closed", closed)
 				}
 				if err := proc.cmd.Process.Signal(sig); err != nil {
 					t.Fatal(err)
@@ -237,13 +245,7 @@ func TestBinarySignals(t *testing.T) {
 			}
 			if tc.min > 0 {
 				// The listener closes at once.
-				waitFor(t, time.Second, "the listener closed", func() bool {
-					c, err := net.Dial("tcp", "127.0.0.1:"+port)
-					if err == nil {
-						c.Close()
-					}
-					return err != nil
-				})
+				waitFor(t, time.Second, "the listener closed", closed)
 			}
 			if code := proc.wait(t, 10*time.Second); code != 0 {
 				t.Errorf("exit status %d", code)

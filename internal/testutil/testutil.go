@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,4 +91,33 @@ func Eventually(timeout time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Output collects what a process writes (use it as cmd.Stdout or
+// cmd.Stderr) and lets a test wait for a line instead of sleeping: the
+// process's own progress is the readiness signal.
+type Output struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write appends p.
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf, p...)
+	return len(p), nil
+}
+
+// String is everything written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return string(o.buf)
+}
+
+// WaitFor waits until the output contains s or timeout passes, and reports
+// whether it did.
+func (o *Output) WaitFor(s string, timeout time.Duration) bool {
+	return Eventually(timeout, func() bool { return strings.Contains(o.String(), s) })
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -46,5 +47,21 @@ func TestEventually(t *testing.T) {
 	}
 	if Eventually(30*time.Millisecond, func() bool { return false }) {
 		t.Error("a condition that never holds held")
+	}
+}
+
+func TestOutputWaitFor(t *testing.T) {
+	var o Output
+	go func() {
+		for i := 0; i < 3; i++ {
+			fmt.Fprintf(&o, "line %d\n", i)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	if !o.WaitFor("line 2\n", 5*time.Second) {
+		t.Fatalf("never saw line 2: %q", o.String())
+	}
+	if o.WaitFor("line 3", 50*time.Millisecond) {
+		t.Errorf("saw a line never written: %q", o.String())
 	}
 }
