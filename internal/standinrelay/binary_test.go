@@ -9,50 +9,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/relayauth"
 	"github.com/relayload/relayload/upstream"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildDir  string
-)
-
-// standinBinary builds internal/cmd/standin-relay once per test binary.
+// standinBinary is internal/cmd/standin-relay, built once per test binary.
 func standinBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "standin-relay-bin-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(buildDir, "standin-relay")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/relayload/relayload/internal/cmd/standin-relay").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v", buildErr)
-	}
-	return binPath
+	return testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // configDir writes config.yml and credentials.json into a temp dir.
 func configDir(t *testing.T, cfgYAML string) (string, relayauth.Credentials) {
@@ -71,27 +45,15 @@ func configDir(t *testing.T, cfgYAML string) (string, relayauth.Credentials) {
 	return dir, creds
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
-
 type process struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.Output
 	done   chan error
 }
 
 func startBinary(t *testing.T, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(standinBinary(t), args...), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: exec.Command(standinBinary(t), args...), stderr: &testutil.Output{}, done: make(chan error, 1)}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -210,7 +172,7 @@ func TestBinarySignals(t *testing.T) {
 		{"second SIGTERM", []os.Signal{syscall.SIGTERM, syscall.SIGTERM}, 0, 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			port := freePort(t)
+			port := strconv.Itoa(testutil.FreePort(t))
 			dir, _ := configDir(t, fmt.Sprintf("relay: {mode: managed, upstream: %q, host: 127.0.0.1, port: %s}\nlimits: {shutdown_timeout: 1}\nstandin: {capacity: 20}\n", g.url+"/", port))
 			proc := startBinary(t, "-c", dir, "run")
 			base := "http://127.0.0.1:" + port

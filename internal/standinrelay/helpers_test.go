@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/relayauth"
 	"github.com/relayload/relayload/upstream"
@@ -60,29 +61,11 @@ func newRig(t *testing.T, cfg upstream.Config) *rig {
 	return g
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // standin is an in-process stand-in started by startStandin.
 type standin struct {
 	*Relay
 	url  string
-	logs *syncBuffer
+	logs *testutil.Output
 	stop func() // shuts it down and waits for Run to return
 }
 
@@ -104,7 +87,7 @@ limits: {shutdown_timeout: 0}
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Output{}
 	r, err := New(cfg, creds, log.New(logs, "", log.Lmicroseconds))
 	if err != nil {
 		t.Fatal(err)
