@@ -36,4 +36,28 @@ fi
 args=(-blast bin/blast -rates 10000,20000 -clients fasthttp,net/http -repeat 2 -duration "$dur")
 [ -n "$vegeta" ] && args+=(-vegeta "$vegeta" -vegeta-workers default,128)
 bin/blastbench "${args[@]}" | tee "$out/blast-vs-vegeta.txt"
+
+# The harness's own CPU next to a relay's, per step, with the stand-in (a
+# test fixture, not Relay: CI has none). Its cost per envelope is not
+# Relay's, so read the harness's cores per 1,000 envelopes/s, not the share.
+echo "== harness perturbation (orchestrate with the stand-in relay, capacity 1,000/s)"; loadavg
+standin=$(mktemp -d)
+go build -o "$standin/" ./internal/cmd/standin-relay
+printf 'standin: {capacity: 1000}\n' > "$standin/config.yml"
+hdur=10s; [ -n "${BENCH_QUICK:-}" ] && hdur=4s
+bin/orchestrate --relay-bin "$standin/standin-relay" --relay-config "$standin/config.yml" --rates 200,600,900 \
+  --rounds 2 --duration "$hdur" --idle 1s --quiet --out "$out/harness" > "$out/harness.log" 2>&1 || { echo "orchestrate failed:"; tail -5 "$out/harness.log"; }
+python3 - "$out/harness/results.json" <<'PY' | tee "$out/harness-perturbation.txt"
+import json, statistics, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+print(f"{'rate':>6} {'harness cores':>14} {'per 1k/s':>9} {'relay cores':>12} {'share':>7}")
+for rate in sorted({s["target_rate"] for s in steps}):
+    got = [s["cpu"] for s in steps if s["target_rate"] == rate and s["cpu"].get("harness_cores")]
+    if not got:
+        continue
+    h = statistics.median(c["harness_cores"] for c in got)
+    r = statistics.median(c["load_cores"] for c in got)
+    print(f"{rate:>6.0f} {h:>14.3f} {1000 * h / rate:>9.3f} {r:>12.3f} {100 * h / r if r else 0:>6.1f}%")
+PY
+rm -rf "$standin"
 loadavg
