@@ -10,7 +10,7 @@ help:
 	@echo "make demo     the main job: a harness sweep (orchestrate without a Relay)"
 	@echo "make test     go test -race -count=1 ./... (the test command CI runs, uncached)"
 	@echo "make interop  checks against Sentry's own code (pinned sentry-relay, sentry-sdk in a venv)"
-	@echo "make lint     gofmt, go vet and go mod tidy -diff"
+	@echo "make lint     gofmt, go vet, go mod tidy -diff, no pointers outside the repo"
 	@echo "make fuzz     a short smoke run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make bench    Go benchmarks and side-by-side load benchmarks; installs vegeta v12.13.0 with go install"
 	@echo "              into a temp dir (needs the Go module proxy; VEGETA=path uses yours; if it fails, blast runs alone)"
@@ -33,6 +33,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not what go mod tidy makes them (see above): run go mod tidy"; exit 1; }
+	@! git grep -n '\.\./shared' -- . ':!Makefile' || { echo "the repo must stand alone: the lines above point outside it"; exit 1; }
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz-smoke.sh
