@@ -29,6 +29,22 @@ func standin(t testing.TB) string {
 
 func TestMain(m *testing.M) { testutil.Main(m) }
 
+// fastShutdown sets the stand-in's limits.shutdown_timeout to 0: like
+// Relay it waits that whole timeout after SIGTERM (2 s by default), which
+// tests that do not look at the shutdown need not spend on every step
+// (TestStepRelayPhases and the stand-in's TestBinarySignals do look).
+func fastShutdown(cfg *Config) {
+	if cfg.RelayConfig == nil {
+		cfg.RelayConfig = relayconfig.Config{}
+	}
+	limits, _ := cfg.RelayConfig["limits"].(map[string]any)
+	if limits == nil {
+		limits = map[string]any{}
+		cfg.RelayConfig["limits"] = limits
+	}
+	limits["shutdown_timeout"] = 0
+}
+
 // script writes an executable shell script.
 func script(t *testing.T, body string) string {
 	t.Helper()
@@ -58,6 +74,7 @@ func TestStandinSweep(t *testing.T) {
 	bin := standin(t)
 	cfg := quick(50, 100)
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	cfg.StatsDListen = "127.0.0.1:0"
 	cfg.StatsDMetrics = []string{"event.processing_time", "event.accepted"}
@@ -196,6 +213,7 @@ exit 137
 `, marker, bin))
 	cfg := quick(50, 50)
 	cfg.Builds = []Build{{Name: "crashy", Bin: wrapper}}
+	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -324,6 +342,7 @@ func TestRoundsAndCompare(t *testing.T) {
 	cfg.Idle = 0
 	cfg.Rounds = 2
 	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "b", Bin: bin}}
+	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -364,6 +383,7 @@ func TestFaultOutage(t *testing.T) {
 			}
 			cfg.Fault = f
 			cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+			fastShutdown(&cfg)
 			cfg.WorkDir = t.TempDir()
 			rep, err := Run(context.Background(), cfg)
 			if err != nil {
@@ -395,6 +415,7 @@ func TestPerfRecording(t *testing.T) {
 	bin := standin(t)
 	cfg := quick(200) // more samples than at 50/s
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
+	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	cfg.Perf = filepath.Join(t.TempDir(), "relay.data")
 	cfg.CallGraph = "lbr" // not on this kind of machine: falls back to dwarf
@@ -617,6 +638,7 @@ func TestStandinCapacityVerdict(t *testing.T) {
 	cfg.Duration = 4 * time.Second // 3 whole seconds: growth over 2 s, steady
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	cfg.RelayConfig = relayconfig.Config{"standin": map[string]any{"capacity": n}}
+	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
