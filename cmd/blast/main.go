@@ -175,15 +175,9 @@ func merge(args []string, stdout io.Writer) error {
 	if fs.NArg() == 0 {
 		return cli.Usagef("merge: no result files given")
 	}
-	var rs []*blast.Result
-	for _, path := range fs.Args() {
-		r, err := blast.ReadFile(path)
-		if err != nil {
-			return &cli.UsageError{Err: err}
-		}
-		rs = append(rs, r)
-	}
-	m, err := blast.Merge(rs...)
+	// Files that cannot be read, or would count slots twice or add up
+	// different schedules, are bad input.
+	m, err := blast.MergeFiles(fs.Args()...)
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}

@@ -8,7 +8,11 @@
 // t0 + k/Rate and sends pool entry k mod len(pool). A process started with
 // Shard i of Shards N sends only the slots k ≡ i (mod N), so N processes
 // (on N machines) send exactly what one process would, and Merge adds their
-// Results up exactly (counters add; DDSketches merge bin by bin).
+// Results up exactly (counters add; DDSketches merge bin by bin). Each
+// Result records its schedule (rate, shards, seed, duration, count,
+// warm-up, a digest of the pool's options and projects), a random run id
+// and the shards it covers, so Merge refuses results of different
+// schedules and any run or shard given twice.
 //
 // Go timers on the target VMs fire about 1 ms late for any sub-millisecond
 // sleep (the netpoller waits with epoll_wait, whose timeout is in ms), so
