@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -207,8 +208,9 @@ func TestInterrupt(t *testing.T) {
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
-	if err != nil {
-		t.Fatalf("%v: %s", err, e.String())
+	// An interrupted run is partial: exit status 130, as orchestrate's.
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(e.String(), "blast: interrupted") {
+		t.Fatalf("exit %v, want status 130 and a line saying interrupted: %s", err, e.String())
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("exit took %v after SIGINT", took)
@@ -420,5 +422,61 @@ func TestMergeRefuses(t *testing.T) {
 				t.Errorf("a refused merge wrote %s", out)
 			}
 		})
+	}
+}
+
+// A run in which no request succeeded is INVALID and says so, and blast
+// exits 1 (issue 9: a closed port gave exit status 0 and no INVALID line, so
+// a script could not notice). The result is still printed and written.
+func TestNoRequestSucceeded(t *testing.T) {
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer unavailable.Close()
+	closed := fmt.Sprintf("http://127.0.0.1:%d", testutil.FreePort(t)) // listened on, then closed
+	for _, tc := range []struct {
+		name, target string
+		check        func(r *blast.Result) bool
+	}{
+		{"every connection refused", closed, func(r *blast.Result) bool { return r.Errors[blast.ClassRefused] == r.Sent }},
+		{"every answer 503", unavailable.URL, func(r *blast.Result) bool { return r.ByStatus[503] == r.Sent }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			stdout, stderr, code := runBlast(t, "--target", tc.target, "--rate", "10", "--duration", "1s", "--pool", "20", "--out", out)
+			line := strings.TrimSpace(stderr)
+			if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+				line = line[i+1:] // after the pool line
+			}
+			if code != 1 || !strings.HasPrefix(line, "blast: ") || !strings.Contains(line, "INVALID") || !strings.Contains(line, "succeeded") {
+				t.Fatalf("exit %d, last stderr line %q; want status 1 and a line saying INVALID: no request succeeded\n%s", code, line, stdout)
+			}
+			if !strings.Contains(stdout, "INVALID") || !strings.Contains(stdout, "succeeded") {
+				t.Errorf("summary does not say INVALID:\n%s", stdout)
+			}
+			r, err := blast.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Sent < 5 || r.OK != 0 || !tc.check(r) || !r.Invalid {
+				t.Fatalf("sent %d ok %d invalid %v, by status %v, errors %v", r.Sent, r.OK, r.Invalid, r.ByStatus, r.Errors)
+			}
+		})
+	}
+}
+
+// --help states the exit statuses.
+func TestHelpExitStatus(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"merge", "--help"}} {
+		stdout, _, code := runBlast(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		for _, want := range []string{"Exit status", "0 ", "1 ", "INVALID", "2 bad usage", "130 interrupted"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%v: help lacks %q:\n%s", args, want, stdout)
+			}
+		}
 	}
 }

@@ -23,8 +23,9 @@
 // intended, ≥ 0) and service time (actual send → response) are recorded as
 // separate sketches, so one can tell whether the generator or the target
 // was late. A slot that is due while MaxInflight requests are outstanding
-// is dropped and counted, never queued; a run with more than 0.1% drops or
-// a lag p99 above 5 ms is marked Invalid with the reasons.
+// is dropped and counted, never queued; a run with more than 0.1% drops, a
+// lag p99 above 5 ms, or no request that succeeded is marked Invalid with
+// the reasons.
 //
 // Rate 0 is a closed loop: Concurrency workers send back to back (lag is 0
 // by definition there, and latency equals service time).

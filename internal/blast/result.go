@@ -190,6 +190,8 @@ func (r *Result) finish() {
 	var reasons []string
 	if r.Sent == 0 {
 		reasons = append(reasons, "nothing was sent")
+	} else if r.OK == 0 {
+		reasons = append(reasons, fmt.Sprintf("no request succeeded: none of the %d sent got a 2xx response", r.Sent))
 	}
 	if r.Scheduled > 0 && float64(r.Dropped) > MaxDropFraction*float64(r.Scheduled) {
 		reasons = append(reasons, fmt.Sprintf("dropped %d of %d slots (%.2f%% > %.1f%%): in-flight limit reached; raise --max-inflight or lower --rate",
@@ -340,6 +342,18 @@ func parseResult(b []byte) (*Result, error) {
 		}
 	}
 	return &r, nil
+}
+
+// ErrInvalid is wrapped by Result.Check's error for an INVALID result.
+var ErrInvalid = errors.New("INVALID")
+
+// Check returns nil for a valid result, and for an INVALID one an error
+// wrapping ErrInvalid that gives every reason on one line.
+func (r *Result) Check() error {
+	if !r.Invalid {
+		return nil
+	}
+	return fmt.Errorf("result %w: %s", ErrInvalid, strings.Join(r.InvalidReasons, "; "))
 }
 
 // WriteFile writes r as indented JSON.

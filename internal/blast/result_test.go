@@ -258,24 +258,29 @@ func FuzzParseResult(f *testing.F) {
 	})
 }
 
-// finish marks a run invalid above 0.1% drops or 5 ms lag p99 (and only
-// then), and the summary says so.
+// finish marks a run invalid above 0.1% drops or 5 ms lag p99, or when no
+// request succeeded (and only then), and the summary says so.
 func TestValidity(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		scheduled, drops int64
+		failed           int64         // sent requests without a 2xx
 		lag              time.Duration // every request's lag
 		invalid          string        // substring of the reason; "" = valid
 	}{
-		{"clean", 10000, 0, time.Millisecond, ""},
-		{"drops at the limit", 10000, 10, time.Millisecond, ""},
-		{"drops over the limit", 10000, 11, time.Millisecond, "dropped 11 of 10000"},
-		{"lag at the limit", 10000, 0, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
-		{"lag over the limit", 10000, 0, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
+		{"clean", 10000, 0, 0, time.Millisecond, ""},
+		{"drops at the limit", 10000, 10, 0, time.Millisecond, ""},
+		{"drops over the limit", 10000, 11, 0, time.Millisecond, "dropped 11 of 10000"},
+		{"lag at the limit", 10000, 0, 0, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
+		{"lag over the limit", 10000, 0, 0, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
+		{"all but one failed", 10000, 0, 9999, time.Millisecond, ""},
+		{"none succeeded", 10000, 0, 10000, time.Millisecond, "no request succeeded: none of the 10000 sent"},
+		{"one sent, it failed", 1, 0, 1, time.Millisecond, "no request succeeded: none of the 1 sent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Result{Scheduled: tc.scheduled, Dropped: tc.drops, Sent: tc.scheduled - tc.drops, Rate: 1000,
 				Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch()}
+			r.OK = r.Sent - tc.failed
 			for range r.Sent {
 				r.Lag.Add(tc.lag)
 			}
