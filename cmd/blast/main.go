@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,12 +36,20 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// errInterrupted ends a run stopped by SIGINT or SIGTERM (its partial
+// result printed and written): exit status 130, as orchestrate's.
+var errInterrupted = errors.New("interrupted; the result above is partial")
+
 func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if len(args) > 0 && args[0] == "merge" {
 		err = merge(args[1:], stdout)
 	} else {
 		err = blastCmd(args, stdout, stderr)
+	}
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintf(stderr, "blast: %v\n", err)
+		return cli.Interrupted
 	}
 	return cli.Exit("blast", err, stderr, flagNames())
 }
@@ -59,7 +68,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("blast", flag.ContinueOnError)
 	var o options
 	o.define(fs)
-	if err := cli.Parse(fs, args, stdout, usage); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -161,29 +170,28 @@ func (o *options) send(ctx context.Context, p *pool.Pool, stdout, stderr io.Writ
 		return err
 	}
 	if o.out != "" {
-		return res.WriteFile(o.out)
+		if err := res.WriteFile(o.out); err != nil {
+			return err
+		}
 	}
-	return nil
+	if res.Interrupted {
+		return errInterrupted
+	}
+	return res.Check() // INVALID (e.g. no request succeeded): exit status 1
 }
 
 func merge(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("blast merge", flag.ContinueOnError)
 	out := fs.String("out", "", "write the merged result as JSON to this file")
-	if err := cli.Parse(fs, args, stdout, usage); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return cli.Usagef("merge: no result files given")
 	}
-	var rs []*blast.Result
-	for _, path := range fs.Args() {
-		r, err := blast.ReadFile(path)
-		if err != nil {
-			return &cli.UsageError{Err: err}
-		}
-		rs = append(rs, r)
-	}
-	m, err := blast.Merge(rs...)
+	// Files that cannot be read, or would count slots twice or add up
+	// different schedules, are bad input.
+	m, err := blast.MergeFiles(fs.Args()...)
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
@@ -191,17 +199,36 @@ func merge(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *out != "" {
-		return m.WriteFile(*out)
+		if err := m.WriteFile(*out); err != nil {
+			return err
+		}
 	}
-	return nil
+	return m.Check()
+}
+
+// parse parses blast's or blast merge's flags; --help ends with the exit
+// statuses.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	err := cli.Parse(fs, args, stdout, usage)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, exitStatus)
+	}
+	return err
 }
 
 // usage heads --help.
 const usage = `usage: blast [flags]   (or: blast merge [--out FILE] A.json B.json ...)
 
-Exit status: 0 done, 1 failed, 2 bad usage.
-
 Flags:
+`
+
+// exitStatus ends --help.
+const exitStatus = `
+Exit status: 0 the run (or merged result) is valid; 1 it is INVALID (no request succeeded, more
+than 0.1% of slots dropped, schedule lag p99 over 5ms, or requests abandoned: the reasons are
+printed, the result still written) or blast failed; 2 bad usage (a flag, or result files that
+merge refuses: one given twice, overlapping shards, different schedules); 130 interrupted
+(the partial result is printed and written).
 `
 
 // isTerminal reports whether f is a character device (a terminal).

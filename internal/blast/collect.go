@@ -16,6 +16,8 @@ func (r *runner) collect() *Result {
 		ByStatus: map[int]int64{}, Errors: map[string]int64{}, ErrorSamples: map[string]string{}, ByKind: map[pool.Kind]int64{}, OKByKind: map[pool.Kind]int64{},
 		Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch(),
 		PoolEntries: len(r.cfg.Pool.Entries), Encoding: string(r.cfg.Pool.Options.Encoding),
+		Seed: r.cfg.Pool.Options.Seed, Duration: r.cfg.Duration, Count: r.cfg.Count, PoolDigest: poolDigest(r.cfg.Pool),
+		RunIDs: []string{newRunID()}, ShardsCovered: []int{r.cfg.Shard},
 	}
 	if res.Encoding == "" {
 		res.Encoding = "identity"

@@ -8,7 +8,11 @@
 // t0 + k/Rate and sends pool entry k mod len(pool). A process started with
 // Shard i of Shards N sends only the slots k ≡ i (mod N), so N processes
 // (on N machines) send exactly what one process would, and Merge adds their
-// Results up exactly (counters add; DDSketches merge bin by bin).
+// Results up exactly (counters add; DDSketches merge bin by bin). Each
+// Result records its schedule (rate, shards, seed, duration, count,
+// warm-up, a digest of the pool's options and projects), a random run id
+// and the shards it covers, so Merge refuses results of different
+// schedules and any run or shard given twice.
 //
 // Go timers on the target VMs fire about 1 ms late for any sub-millisecond
 // sleep (the netpoller waits with epoll_wait, whose timeout is in ms), so
@@ -19,8 +23,9 @@
 // intended, ≥ 0) and service time (actual send → response) are recorded as
 // separate sketches, so one can tell whether the generator or the target
 // was late. A slot that is due while MaxInflight requests are outstanding
-// is dropped and counted, never queued; a run with more than 0.1% drops or
-// a lag p99 above 5 ms is marked Invalid with the reasons.
+// is dropped and counted, never queued; a run with more than 0.1% drops, a
+// lag p99 above 5 ms, or no request that succeeded is marked Invalid with
+// the reasons.
 //
 // Rate 0 is a closed loop: Concurrency workers send back to back (lag is 0
 // by definition there, and latency equals service time).

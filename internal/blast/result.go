@@ -82,6 +82,26 @@ type Result struct {
 	Interrupted    bool     `json:"interrupted"`
 	Invalid        bool     `json:"invalid"`
 	InvalidReasons []string `json:"invalid_reasons,omitempty"`
+
+	// What defines the shared schedule besides Rate, Shards and Warmup:
+	// Merge adds up only results whose schedule fields are all equal (see
+	// checkMergeable). Files written before issue 9 lack these fields.
+	Seed     uint64        `json:"seed"`        // the pool's seed (--seed)
+	Duration time.Duration `json:"duration_ns"` // measured duration asked for (0: until Count)
+	Count    int64         `json:"count"`       // measured slots asked for, all shards (0: no limit)
+	// PoolDigest identifies what the pool sends apart from its timestamps
+	// (which every run anchors anew): its options and projects, hashed.
+	PoolDigest string `json:"pool_digest"`
+
+	// RunIDs name the runs a result holds (one, random, for a run; every
+	// part's for a merge) and ShardsCovered the shards (Shard for a run,
+	// the union for a merge): Merge refuses a run or a shard twice.
+	RunIDs        []string `json:"run_ids"`
+	ShardsCovered []int    `json:"shards_covered"`
+
+	// Source is the file ReadFile read the result from ("" otherwise):
+	// Merge's errors name it.
+	Source string `json:"-"`
 }
 
 // Window is one second of a run.
@@ -170,6 +190,8 @@ func (r *Result) finish() {
 	var reasons []string
 	if r.Sent == 0 {
 		reasons = append(reasons, "nothing was sent")
+	} else if r.OK == 0 {
+		reasons = append(reasons, fmt.Sprintf("no request succeeded: none of the %d sent got a 2xx response", r.Sent))
 	}
 	if r.Scheduled > 0 && float64(r.Dropped) > MaxDropFraction*float64(r.Scheduled) {
 		reasons = append(reasons, fmt.Sprintf("dropped %d of %d slots (%.2f%% > %.1f%%): in-flight limit reached; raise --max-inflight or lower --rate",
@@ -188,13 +210,19 @@ func (r *Result) finish() {
 	r.Invalid = len(reasons) > 0
 }
 
-// Merge combines the results of several processes (shards of one shared
-// schedule, or separate runs): counters add, sketches and windows merge
-// exactly; Elapsed is the longest. Windows are aligned by second since each
-// process's own start. The inputs are not modified.
+// Merge combines the results of the shards of one shared schedule (each run
+// in its own process, or merges of some of them): counters add, sketches
+// and windows merge exactly; Elapsed is the longest. Windows are aligned by
+// second since each process's own start. It refuses (see checkMergeable)
+// results of different schedules and any run or shard given twice, which
+// would count slots twice. The inputs are not modified.
 func Merge(rs ...*Result) (*Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("blast: merge: no results")
+	}
+	covered, err := checkMergeable(rs)
+	if err != nil {
+		return nil, fmt.Errorf("blast: merge: %w", err)
 	}
 	out := &Result{
 		Schema: SchemaVersion, Target: rs[0].Target, Client: rs[0].Client, Rate: rs[0].Rate,
@@ -202,22 +230,11 @@ func Merge(rs ...*Result) (*Result, error) {
 		ByStatus: map[int]int64{}, Errors: map[string]int64{}, ErrorSamples: map[string]string{}, ByKind: map[pool.Kind]int64{}, OKByKind: map[pool.Kind]int64{},
 		Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch(),
 		PoolEntries: rs[0].PoolEntries, PoolBytes: rs[0].PoolBytes, Encoding: rs[0].Encoding,
+		Seed: rs[0].Seed, Duration: rs[0].Duration, Count: rs[0].Count, PoolDigest: rs[0].PoolDigest,
+		ShardsCovered: covered,
 	}
-	seen := map[int]bool{}
-	for i, r := range rs {
-		if r.Schema != SchemaVersion {
-			return nil, fmt.Errorf("blast: merge: result %d has schema %d, want %d", i, r.Schema, SchemaVersion)
-		}
-		if r.Rate != out.Rate || r.Shards != out.Shards {
-			return nil, fmt.Errorf("blast: merge: result %d has rate %v over %d shards, result 0 %v over %d",
-				i, r.Rate, r.Shards, out.Rate, out.Shards)
-		}
-		if r.Shard >= 0 && r.Shards > 1 {
-			if seen[r.Shard] {
-				return nil, fmt.Errorf("blast: merge: shard %d/%d appears twice", r.Shard, r.Shards)
-			}
-			seen[r.Shard] = true
-		}
+	for _, r := range rs {
+		out.RunIDs = append(out.RunIDs, r.RunIDs...)
 		if r.Start.Before(out.Start) {
 			out.Start = r.Start
 		}
@@ -268,9 +285,6 @@ func Merge(rs ...*Result) (*Result, error) {
 		}
 		out.Interrupted = out.Interrupted || r.Interrupted
 	}
-	if len(seen) == out.Shards {
-		out.Shard = -1 // every shard present: the whole schedule
-	}
 	out.finish()
 	return out, nil
 }
@@ -291,6 +305,7 @@ func ReadFile(path string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blast: %s: %w", path, err)
 	}
+	r.Source = path
 	return r, nil
 }
 
@@ -321,7 +336,24 @@ func parseResult(b []byte) (*Result, error) {
 			return nil, fmt.Errorf("window %d has second %d", i, w.Second)
 		}
 	}
+	for i, s := range r.ShardsCovered {
+		if s < 0 || s >= r.Shards || (i > 0 && s <= r.ShardsCovered[i-1]) {
+			return nil, fmt.Errorf("shards_covered %v: want increasing shards below %d", r.ShardsCovered, r.Shards)
+		}
+	}
 	return &r, nil
+}
+
+// ErrInvalid is wrapped by Result.Check's error for an INVALID result.
+var ErrInvalid = errors.New("INVALID")
+
+// Check returns nil for a valid result, and for an INVALID one an error
+// wrapping ErrInvalid that gives every reason on one line.
+func (r *Result) Check() error {
+	if !r.Invalid {
+		return nil
+	}
+	return fmt.Errorf("result %w: %s", ErrInvalid, strings.Join(r.InvalidReasons, "; "))
 }
 
 // WriteFile writes r as indented JSON.

@@ -3,7 +3,9 @@ package blast
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -76,6 +78,10 @@ func TestMergeEqualsUnion(t *testing.T) {
 		r.Elapsed = 5 * time.Second
 		r.finish()
 	}
+	// a and b as the two shards of one schedule (Merge refuses two runs of
+	// one shard).
+	a.Shard, a.Shards, a.ShardsCovered = 0, 2, []int{0}
+	b.Shard, b.Shards, b.ShardsCovered = 1, 2, []int{1}
 	// Through JSON, as blast merge reads them.
 	var parts []*Result
 	for _, r := range []*Result{a, b} {
@@ -221,8 +227,9 @@ func TestParseResultRejectsBadWindows(t *testing.T) {
 	}
 }
 
-// FuzzParseResult: whatever parses can be merged, summarized and written
-// again without a panic and with bounded memory.
+// FuzzParseResult: whatever parses can be merged (alone: with itself Merge
+// refuses it), summarized and written again without a panic and with
+// bounded memory.
 func FuzzParseResult(f *testing.F) {
 	s := NewSketch()
 	s.Add(time.Millisecond)
@@ -235,7 +242,10 @@ func FuzzParseResult(f *testing.F) {
 		if err != nil {
 			return
 		}
-		m, err := Merge(r, r)
+		if _, err := Merge(r, r); err == nil {
+			t.Fatal("merged a result with itself")
+		}
+		m, err := Merge(r)
 		if err != nil {
 			return
 		}
@@ -248,24 +258,29 @@ func FuzzParseResult(f *testing.F) {
 	})
 }
 
-// finish marks a run invalid above 0.1% drops or 5 ms lag p99 (and only
-// then), and the summary says so.
+// finish marks a run invalid above 0.1% drops or 5 ms lag p99, or when no
+// request succeeded (and only then), and the summary says so.
 func TestValidity(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		scheduled, drops int64
+		failed           int64         // sent requests without a 2xx
 		lag              time.Duration // every request's lag
 		invalid          string        // substring of the reason; "" = valid
 	}{
-		{"clean", 10000, 0, time.Millisecond, ""},
-		{"drops at the limit", 10000, 10, time.Millisecond, ""},
-		{"drops over the limit", 10000, 11, time.Millisecond, "dropped 11 of 10000"},
-		{"lag at the limit", 10000, 0, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
-		{"lag over the limit", 10000, 0, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
+		{"clean", 10000, 0, 0, time.Millisecond, ""},
+		{"drops at the limit", 10000, 10, 0, time.Millisecond, ""},
+		{"drops over the limit", 10000, 11, 0, time.Millisecond, "dropped 11 of 10000"},
+		{"lag at the limit", 10000, 0, 0, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
+		{"lag over the limit", 10000, 0, 0, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
+		{"all but one failed", 10000, 0, 9999, time.Millisecond, ""},
+		{"none succeeded", 10000, 0, 10000, time.Millisecond, "no request succeeded: none of the 10000 sent"},
+		{"one sent, it failed", 1, 0, 1, time.Millisecond, "no request succeeded: none of the 1 sent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Result{Scheduled: tc.scheduled, Dropped: tc.drops, Sent: tc.scheduled - tc.drops, Rate: 1000,
 				Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch()}
+			r.OK = r.Sent - tc.failed
 			for range r.Sent {
 				r.Lag.Add(tc.lag)
 			}
@@ -310,5 +325,117 @@ func TestWindowDeviations(t *testing.T) {
 	r.Rate = 0 // closed loop: no target to deviate from
 	if d := r.WindowDeviations(); d != nil {
 		t.Fatalf("closed loop deviations %v", d)
+	}
+}
+
+// mergePart is one input of a TestMergeRefuses case: the base result with
+// set's fields replaced; older drops the fields a blast before issue 9 did
+// not write (the schedule's identity).
+type mergePart struct {
+	set   map[string]any
+	older bool
+}
+
+// Merge refuses inputs that would count slots twice or add up different
+// schedules, and still merges the shards of one schedule, also from files
+// written by an older blast. Inputs go through JSON, as blast merge reads
+// them.
+func TestMergeRefuses(t *testing.T) {
+	r := newFakeRunner(t)
+	fakeOutcomes([]*runner{r}, 6, 300, r.newRecorder())
+	res := r.collect()
+	res.Elapsed = 5 * time.Second
+	res.finish()
+	base, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(t *testing.T, i int, p mergePart) *Result {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(base, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["run_ids"] = []string{fmt.Sprintf("run-%d", i)} // each part its own run unless set says otherwise
+		maps.Copy(m, p.set)
+		if p.older {
+			for _, k := range []string{"run_ids", "shards_covered", "seed", "duration_ns", "count", "pool_digest"} {
+				delete(m, k)
+			}
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := ParseResult(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	s0 := map[string]any{"shard": 0, "shards": 2}
+	s1 := map[string]any{"shard": 1, "shards": 2}
+	with := func(m map[string]any, kv ...any) map[string]any {
+		out := maps.Clone(m)
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i].(string)] = kv[i+1]
+		}
+		return out
+	}
+	merged01 := map[string]any{"shard": -1, "shards": 2, "parts": 2, "shards_covered": []int{0, 1}, "run_ids": []string{"p", "q"}}
+	for _, tc := range []struct {
+		name  string
+		parts []mergePart
+		want  string // substring of the error; "" = merges
+	}{
+		{"the two shards", []mergePart{{set: s0}, {set: s1}}, ""},
+		{"the two shards, older files", []mergePart{{set: s0, older: true}, {set: s1, older: true}}, ""},
+		{"one result alone", []mergePart{{}}, ""},
+		{"an older merge alone", []mergePart{{set: with(merged01, "shards_covered", nil), older: true}}, ""},
+		{"a merge and a third shard", []mergePart{{set: with(merged01, "shards", 3)}, {set: map[string]any{"shard": 2, "shards": 3}}}, ""},
+
+		{"the same run twice", []mergePart{{set: with(s0, "run_ids", []string{"x"})}, {set: with(s0, "run_ids", []string{"x"})}}, "same run"},
+		{"the unsharded run twice", []mergePart{{set: map[string]any{"run_ids": []string{"x"}}}, {set: map[string]any{"run_ids": []string{"x"}}}}, "same run"},
+		{"two runs of the unsharded schedule", []mergePart{{}, {}}, "both cover shard 0/1"},
+		{"two older runs of the unsharded schedule", []mergePart{{older: true}, {older: true}}, "both cover shard 0/1"},
+		{"two runs of one shard", []mergePart{{set: s1}, {set: s0}, {set: s1}}, "both cover shard 1/2"},
+		{"a merge and one of its parts", []mergePart{{set: merged01}, {set: s1}}, "both cover shard 1/2"},
+		{"a merge and a run it holds", []mergePart{{set: merged01}, {set: with(s0, "run_ids", []string{"q"}, "shard", 1)}}, "same run"},
+		{"an older merge and a shard", []mergePart{{set: with(merged01, "shards_covered", nil), older: true}, {set: s1, older: true}}, "older blast"},
+		{"an older file and a newer one", []mergePart{{set: s0, older: true}, {set: s1}}, "older blast"},
+
+		{"another seed", []mergePart{{set: s0}, {set: with(s1, "seed", 2)}}, "seed"},
+		{"another rate", []mergePart{{set: s0}, {set: with(s1, "rate", 500)}}, "rate"},
+		{"another shard count", []mergePart{{set: s0}, {set: map[string]any{"shard": 1, "shards": 3}}}, "shards"},
+		{"another duration", []mergePart{{set: s0}, {set: with(s1, "duration_ns", 6e9)}}, "duration"},
+		{"another count", []mergePart{{set: s0}, {set: with(s1, "count", 5000)}}, "count"},
+		{"another warm-up", []mergePart{{set: s0}, {set: with(s1, "warmup_ns", 1e9)}}, "warm-up"},
+		{"another pool", []mergePart{{set: s0}, {set: with(s1, "pool_digest", "0123456789abcdef")}}, "pool"},
+		{"another pool size", []mergePart{{set: s0}, {set: with(s1, "pool_entries", 999)}}, "pool"},
+		{"another encoding", []mergePart{{set: s0}, {set: with(s1, "encoding", "gzip")}}, "encoding"},
+		{"another rate, older files", []mergePart{{set: s0, older: true}, {set: with(s1, "rate", 500), older: true}}, "rate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs []*Result
+			for i, p := range tc.parts {
+				rs = append(rs, build(t, i, p))
+			}
+			m, err := Merge(rs...)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if want := int64(len(rs)) * res.Sent; m.Sent != want {
+					t.Fatalf("merged sent %d, want %d", m.Sent, want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+		})
 	}
 }

@@ -43,7 +43,11 @@ func TestWindowLatencySketchesBounded(t *testing.T) {
 // counts still add up.
 func TestMergeWindowsWithoutSketch(t *testing.T) {
 	mk := func(withSketch bool) *Result {
-		r := &Result{Schema: SchemaVersion, Rate: 1000, Shards: 1, Shard: 0,
+		shard := 0
+		if !withSketch {
+			shard = 1
+		}
+		r := &Result{Schema: SchemaVersion, Rate: 1000, Shards: 2, Shard: shard,
 			Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch()}
 		w := Window{Second: 0, Sent: 2, OK: 2}
 		if withSketch {

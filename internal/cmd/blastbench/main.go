@@ -310,14 +310,20 @@ func runBlast(o options, dir, target string, sinkPID int, rate float64, client s
 	close(hwmDone)
 	m.sinkCPU1, _ = relayproc.CPUTime(sinkPID)
 	m.wall = time.Since(m.started)
-	if err != nil {
+	// Exit status 1 with a result written is an INVALID run (e.g. lag on
+	// a busy box): still a row, marked INVALID in its note.
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
 		return row{}, fmt.Errorf("blast: %w\n%s", err, stdout.String())
 	}
 	m.cpu1, m.buildPeak = usage(cmd.ProcessState)
 	m.sendHWM = sendHWM.Load()
-	res, err := blast.ReadFile(out)
-	if err != nil {
-		return row{}, err
+	res, rerr := blast.ReadFile(out)
+	switch {
+	case err != nil && (rerr != nil || !res.Invalid):
+		return row{}, fmt.Errorf("blast: %w\n%s", err, stdout.String())
+	case rerr != nil:
+		return row{}, rerr
 	}
 	fmt.Fprint(os.Stderr, stdout.String())
 	return blastRow(res, rate, client, m), nil
