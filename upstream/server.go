@@ -528,12 +528,15 @@ func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, 
 	return decoded, nil
 }
 
+// parseEncoding reads Content-Encoding from every header line it is on
+// (compression.ParseContentEncoding): an unknown coding, or two codings
+// stacked on one line or on two, is 415.
 func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
-	v := req.Header.Get("Content-Encoding")
-	if v == "" {
+	lines := req.Header.Values("Content-Encoding")
+	if len(lines) == 0 {
 		return compression.Identity, nil
 	}
-	enc, err := compression.ParseEncoding(v)
+	enc, err := compression.ParseContentEncoding(lines)
 	if err != nil {
 		return "", newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
 	}
