@@ -15,6 +15,49 @@ import (
 	"github.com/relayload/relayload/internal/compression"
 )
 
+// TestAbuseReregisterWithAnotherKey: once a relay id is registered, a
+// registration for that id with another key is refused (Sentry: 400
+// "Attempted to register agent with a different public key"), in either
+// step, and the real relay keeps signing with its own key.
+func TestAbuseReregisterWithAnotherKey(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.ps[0]
+	real := newRelay(t)
+	attacker := newRelay(t)
+	attacker.id = real.id
+
+	challengeBody := func(r *testRelay) string {
+		return `{"relay_id":"` + r.id + `","public_key":"` + r.pub.String() + `","version":"26.6.0"}`
+	}
+	// The attacker gets a token for its key while the id is still free …
+	resp := f.signed(attacker, "/api/0/relays/register/challenge/", challengeBody(attacker))
+	wantStatus(t, resp, 200, "")
+	attackerToken := resp.json(t)["token"].(string)
+	// … the real relay registers …
+	f.register(real)
+	// … and neither step lets the attacker take the id over.
+	wantStatus(t, f.signed(attacker, "/api/0/relays/register/challenge/", challengeBody(attacker)), 400, "different public key")
+	responseBody := `{"relay_id":"` + real.id + `","token":"` + attackerToken + `","version":"26.6.0"}`
+	wantStatus(t, f.signed(attacker, "/api/0/relays/register/response/", responseBody), 400, "different public key")
+
+	wantStatus(t, f.postEnvelope(p, compression.Identity, envelopeBody(p, "", item("event", "{}")), f.relayHeaders(real)), 200, "")
+	wantStatus(t, f.postEnvelope(p, compression.Identity, envelopeBody(p, "", item("event", "{}")), f.relayHeaders(attacker)), 401, "invalid relay signature")
+	f.register(real) // re-registration with the same key (every auth_interval) still works
+	if n := f.srv.Stats().Registrations.Failures["public_key_mismatch"]; n != 2 {
+		t.Errorf("public_key_mismatch failures = %d, want 2", n)
+	}
+
+	// An allow-listed relay is held to its listed key the same way.
+	g := newFixture(t, func(c *Config) {
+		c.AllowList = true
+	})
+	listed := newRelay(t)
+	g.srv.RegisterRelay(listed.id, listed.pub)
+	impostor := newRelay(t)
+	impostor.id = listed.id
+	wantStatus(t, g.signed(impostor, "/api/0/relays/register/challenge/", challengeBody(impostor)), 400, "different public key")
+}
+
 // TestAbuseContentEncodingLines: Content-Encoding is one list however many
 // header lines carry it; a stack of two real codings is refused (415) on
 // one line and on two alike, instead of the second line being ignored.
