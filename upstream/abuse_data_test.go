@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/relayload/relayload/internal/compression"
@@ -56,6 +57,68 @@ func TestAbuseReregisterWithAnotherKey(t *testing.T) {
 	impostor := newRelay(t)
 	impostor.id = listed.id
 	wantStatus(t, g.signed(impostor, "/api/0/relays/register/challenge/", challengeBody(impostor)), 400, "different public key")
+}
+
+// TestAbuseControlBounds: every duration and size /control takes is
+// bounded; over a bound is 400 and nothing changes.
+func TestAbuseControlBounds(t *testing.T) {
+	f := newFixture(t, nil)
+	manyInjections := `{"inject":[` + strings.TrimSuffix(strings.Repeat(`{"route":"envelope","status":500,"probability":0.01},`, MaxInjections+1), ",") + `]}`
+	atInjections := `{"inject":[` + strings.TrimSuffix(strings.Repeat(`{"route":"envelope","status":500,"probability":0.01},`, MaxInjections), ",") + `]}`
+	tests := []struct {
+		body   string
+		status int
+	}{
+		{`{"latency":{"envelope":{"min":"1000h"}}}`, 400},
+		{`{"latency":{"envelope":{"min":"5m1s"}}}`, 400},
+		{`{"latency":{"envelope":{"fixed":"5m1s"}}}`, 400},
+		{`{"latency":{"envelope":{"max":"5m1s"}}}`, 400},
+		{`{"latency":{"envelope":{"mean":"5m1s"}}}`, 400},
+		{`{"latency":{"envelope":{"fixed":"4m","min":"2m"}}}`, 400},
+		{`{"latency":{"envelope":{"fixed":"4m","min":"30s","max":"1m30s"}}}`, 400},
+		{`{"latency":{"envelope":{"fixed":"1m","min":"2m","max":"3m","mean":"1m"}}}`, 200},
+		{`{"latency":{"*":{"min":"5m"}}}`, 200},
+		{`{"inject":[{"route":"envelope","status":429,"probability":1,"retry_after":3601}]}`, 400},
+		{`{"inject":[{"route":"envelope","status":429,"probability":1,"retry_after":3600}]}`, 200},
+		{`{"inject":[{"route":"envelope","status":429,"probability":1,"rate_limits":"1000000000:error:project"}]}`, 400},
+		{`{"inject":[{"route":"envelope","status":429,"probability":1,"rate_limits":"60:error:project, 3601::organization"}]}`, 400},
+		{`{"inject":[{"route":"envelope","status":429,"probability":1,"rate_limits":"x:error"}]}`, 400},
+		{`{"inject":[{"route":"envelope","status":429,"probability":1,"rate_limits":"60:error:project:quota, 30::organization"}]}`, 200},
+		{`{"inject":[{"route":"envelope","status":429,"probability":1,"rate_limits":"60:` + strings.Repeat("error;", 200) + `:project"}]}`, 400},
+		{manyInjections, 400},
+		{atInjections, 200},
+		{`{"outage":{"mode":"hang","duration":"1h0m1s"}}`, 400},
+		{`{"outage":{"mode":"hang","duration":"1h"}}`, 200},
+		{`{"global_pending":true,"pad":"` + strings.Repeat("x", MaxControlBytes) + `"}`, 413},
+	}
+	for _, tc := range tests {
+		name := tc.body
+		if len(name) > 80 {
+			name = name[:80]
+		}
+		t.Run(name, func(t *testing.T) {
+			if err := f.srv.SetFaults(Faults{}); err != nil {
+				t.Fatal(err)
+			}
+			resp := f.do("POST", "/control", []byte(tc.body), nil)
+			wantStatus(t, resp, tc.status, "")
+			if tc.status != 200 {
+				if got := f.srv.Faults(); len(got.Latency)+len(got.Inject) != 0 || got.Outage != nil {
+					t.Errorf("a refused /control body changed the faults: %+v", got)
+				}
+			}
+		})
+	}
+	if err := f.srv.SetFaults(Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	// Even the largest latency each term allows sums to no more than the bound.
+	s := f.srv
+	for i := 0; i < 200; i++ {
+		if d := s.latency(Latency{Fixed: Duration(maxLatency / 2), Min: Duration(maxLatency / 4), Max: Duration(maxLatency / 2), Mean: Duration(maxLatency)}); d > maxLatency {
+			t.Fatalf("drew a latency of %s, more than %s", d, maxLatency)
+		}
+	}
 }
 
 // TestAbuseContentEncodingLines: Content-Encoding is one list however many
