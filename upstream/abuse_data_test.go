@@ -8,13 +8,97 @@ package upstream
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/relayload/relayload/internal/compression"
 )
+
+// clientReportJSON builds a client_report payload with one discarded_events
+// entry per category.
+func clientReportJSON(categories []string, reason string, quantity string) string {
+	var b strings.Builder
+	b.WriteString(`{"timestamp":1782864000,"discarded_events":[`)
+	for i, c := range categories {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"reason":%q,"category":%q,"quantity":%s}`, reason, c, quantity)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// TestAbuseOutcomeRowsBounded: 15,000 distinct categories in SDK client
+// reports (no relay credentials needed), 3,000 distinct outcome names in
+// metric buckets and 3,000 distinct legacy outcome ids must not grow the
+// outcome table past its bound; what does not fit is folded, not lost.
+func TestAbuseOutcomeRowsBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.ps[0]
+	const perEnvelope, envelopes = 1000, 15
+	var sent int64
+	for e := 0; e < envelopes; e++ {
+		cats := make([]string, perEnvelope)
+		for i := range cats {
+			cats[i] = fmt.Sprintf("cat-%d-%d", e, i)
+		}
+		raw := envelopeBody(p, "", item("client_report", clientReportJSON(cats, "queue_overflow", "1")))
+		wantStatus(t, f.postEnvelope(p, compression.Zstd, raw, nil), 200, "")
+		sent += perEnvelope
+	}
+	var buckets strings.Builder
+	buckets.WriteByte('[')
+	for i := 0; i < 3000; i++ {
+		if i > 0 {
+			buckets.WriteByte(',')
+		}
+		fmt.Fprintf(&buckets, `{"name":"c:outcomes/name-%d@none","type":"c","value":1,"tags":{"category":"1"}}`, i)
+	}
+	buckets.WriteByte(']')
+	r := newRelay(t)
+	f.register(r)
+	metrics := `{"buckets":{"` + p.PublicKey + `":` + buckets.String() + `}}`
+	wantStatus(t, f.signed(r, "/api/0/relays/metrics/", metrics), 200, "")
+	sent += 3000
+	var legacy strings.Builder
+	legacy.WriteString(`{"outcomes":[`)
+	for i := 0; i < 3000; i++ {
+		if i > 0 {
+			legacy.WriteByte(',')
+		}
+		fmt.Fprintf(&legacy, `{"outcome":%d,"category":%d,"quantity":1}`, 100+i, 1000+i)
+	}
+	legacy.WriteString(`]}`)
+	wantStatus(t, f.signed(r, "/api/0/relays/outcomes/", legacy.String()), 200, "")
+	sent += 3000
+
+	st := f.srv.Stats()
+	bound := maxOutcomeRows + (len(outcomeNames)+1)*(len(categoryNames)+1)
+	if n := len(st.Outcomes.Rows); n > bound {
+		t.Errorf("%d outcome rows kept, want at most %d", n, bound)
+	}
+	var total int64
+	for _, row := range st.Outcomes.Rows {
+		total += row.Quantity
+	}
+	if total != sent {
+		t.Errorf("rows hold quantity %d, sent %d: folded outcomes were lost", total, sent)
+	}
+	if st.Outcomes.Folded == 0 || st.Outcomes.Folded != sent-int64(maxOutcomeRows) {
+		t.Errorf("folded = %d, want %d (everything beyond the first %d rows)", st.Outcomes.Folded, sent-int64(maxOutcomeRows), maxOutcomeRows)
+	}
+	resp := f.do("GET", "/stats", nil, nil)
+	wantStatus(t, resp, 200, "")
+	if len(resp.body) > 2<<20 {
+		t.Errorf("/stats is %d bytes after the attack, want ≤ 2 MiB", len(resp.body))
+	}
+}
 
 // TestAbuseReregisterWithAnotherKey: once a relay id is registered, a
 // registration for that id with another key is refused (Sentry: 400
@@ -119,6 +203,59 @@ func TestAbuseControlBounds(t *testing.T) {
 			t.Fatalf("drew a latency of %s, more than %s", d, maxLatency)
 		}
 	}
+}
+
+// TestAbuseOutcomeQuantities: quantities that would wrap a total saturate
+// it; negative, fractional or out-of-range quantities are 400 in every
+// carrier, counted, and nothing of the carrier is counted.
+func TestAbuseOutcomeQuantities(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.ps[0]
+	r := newRelay(t)
+	f.register(r)
+	max := strconv.FormatInt(math.MaxInt64, 10)
+	for _, q := range []string{max, "1"} {
+		raw := envelopeBody(p, "", item("client_report", clientReportJSON([]string{"error"}, "wrap", q)))
+		wantStatus(t, f.postEnvelope(p, compression.Identity, raw, nil), 200, "")
+	}
+	for _, q := range []string{max, "1"} {
+		wantStatus(t, f.signed(r, "/api/0/relays/outcomes/", `{"outcomes":[{"outcome":2,"category":1,"reason":"wrap","quantity":`+q+`}]}`), 200, "")
+	}
+	st := f.srv.Stats()
+	for _, row := range st.Outcomes.Rows {
+		if row.Reason == "wrap" && row.Quantity != math.MaxInt64 {
+			t.Errorf("row %+v: quantity wrapped instead of saturating at %d", row, int64(math.MaxInt64))
+		}
+	}
+	if got := st.Outcomes.ByCategory["error"]; got != math.MaxInt64 {
+		t.Errorf("by_category[error] = %d, want saturated %d", got, int64(math.MaxInt64))
+	}
+	if got := st.Outcomes.ByReason["wrap"]; got != math.MaxInt64 {
+		t.Errorf("by_reason[wrap] = %d, want saturated", got)
+	}
+
+	bad := []string{"-1", "1.5", "-0.5", "1e30", "9223372036854775808", `"3"`}
+	for _, q := range bad {
+		t.Run(q, func(t *testing.T) {
+			before := f.srv.Stats()
+			raw := envelopeBody(p, "", item("client_report", clientReportJSON([]string{"error", "transaction"}, "bad", q)))
+			wantStatus(t, f.postEnvelope(p, compression.Identity, raw, nil), 400, "quantity")
+			bucket := `[{"name":"c:outcomes/filtered@none","type":"c","value":` + q + `,"tags":{"category":"1","reason":"bad"}}]`
+			wantStatus(t, f.postEnvelope(p, compression.Identity, envelopeBody(p, "", item("metric_buckets", bucket)), f.relayHeaders(r)), 400, "quantity")
+			wantStatus(t, f.signed(r, "/api/0/relays/metrics/", `{"buckets":{"`+p.PublicKey+`":`+bucket+`}}`), 400, "quantity")
+			wantStatus(t, f.signed(r, "/api/0/relays/outcomes/", `{"outcomes":[{"outcome":2,"category":1,"reason":"ok","quantity":1},{"outcome":2,"category":1,"reason":"bad","quantity":`+q+`}]}`), 400, "quantity")
+			after := f.srv.Stats()
+			if fmt.Sprint(after.Outcomes.Rows) != fmt.Sprint(before.Outcomes.Rows) || after.Envelopes != before.Envelopes {
+				t.Errorf("a refused carrier was counted:\n before %v\n after  %v", before.Outcomes.Rows, after.Outcomes.Rows)
+			}
+			if got := after.Errors["bad_outcome_quantity"] - before.Errors["bad_outcome_quantity"]; got != 4 {
+				t.Errorf("bad_outcome_quantity counted %d times, want 4", got)
+			}
+		})
+	}
+	// Integral floats are quantities (Relay writes counter values as 3.0).
+	bucket := `[{"name":"c:outcomes/filtered@none","type":"c","value":3.0,"tags":{"category":"1","reason":"float"}}]`
+	wantStatus(t, f.signed(r, "/api/0/relays/metrics/", `{"buckets":{"`+p.PublicKey+`":`+bucket+`}}`), 200, "")
 }
 
 // TestAbuseContentEncodingLines: Content-Encoding is one list however many

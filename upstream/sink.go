@@ -66,7 +66,15 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 			"project id "+projectID))
 		return
 	}
+	outcomes, e := readEnvelopeOutcomes(decoded, sum)
+	if e != nil {
+		s.writeError(w, c, e)
+		return
+	}
 	s.count(c, pidx, fromRelay, decoded, sum)
+	if outcomes != nil {
+		outcomes.count(c)
+	}
 	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
 		// {"id":"<32 hex>"} written in pieces: no per-request buffer.
 		h := w.Header()
@@ -113,7 +121,8 @@ func envelopeError(err error) *httpError {
 	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
 }
 
-// count records one accepted envelope.
+// count records one accepted envelope (its outcomes are counted from the
+// batch readEnvelopeOutcomes read).
 func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary) {
 	c.envelopes.Add(1)
 	if fromRelay {
@@ -128,22 +137,18 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 		it := &sum.Items[i]
 		ti := itemTypeIndex(it.Type)
 		c.items[ti].Add(1)
-		n := int64(it.ItemCount)
-		if n <= 0 {
-			n = 1
+		if n := int64(it.ItemCount); n > 1 {
+			// item_count reaches 2³²−1 per item: saturate, never wrap.
+			addSaturatingAtomic(&c.records[ti], n)
+		} else {
+			c.records[ti].Add(1)
 		}
-		c.records[ti].Add(n)
-		payload := decoded[it.PayloadStart:it.PayloadEnd]
 		if !metaItem(ti) {
 			data = true
 		}
 		switch ti {
 		case 0, 1, 5, 6: // event, transaction, log, span
-			s.scanCanaries(c, payload)
-		case 11: // client_report
-			s.clientReportOutcomes(c, payload)
-		case 12: // metric_buckets
-			s.bucketOutcomes(c, payload, srcMetricBuckets)
+			s.scanCanaries(c, decoded[it.PayloadStart:it.PayloadEnd])
 		}
 	}
 	if data {
