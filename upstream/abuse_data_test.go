@@ -16,7 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/projects"
 )
 
 // clientReportJSON builds a client_report payload with one discarded_events
@@ -97,6 +99,73 @@ func TestAbuseOutcomeRowsBounded(t *testing.T) {
 	wantStatus(t, resp, 200, "")
 	if len(resp.body) > 2<<20 {
 		t.Errorf("/stats is %d bytes after the attack, want ≤ 2 MiB", len(resp.body))
+	}
+}
+
+// tinyItems is an envelope of n items of 14 bytes each ({"type":"a"}, an
+// empty payload and its newline).
+func tinyItems(p projects.Project, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"dsn":"http://` + p.PublicKey + `@127.0.0.1:3000/` + strconv.FormatInt(p.ID, 10) + `"}` + "\n")
+	b.Grow(n * 14)
+	for i := 0; i < n; i++ {
+		b.WriteString("{\"type\":\"a\"}\n\n")
+	}
+	return b.Bytes()
+}
+
+// TestAbuseEnvelopeItemLimits: a 27 KB gzip body of a million tiny items,
+// and envelopes over Relay's per-type count and size limits, are refused
+// with 413 before anything is counted; envelopes at the limits pass.
+func TestAbuseEnvelopeItemLimits(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.ps[0]
+	many := func(typ, payload string, n int) []byte {
+		items := make([]envelope.Item, n)
+		for i := range items {
+			items[i] = item(typ, payload)
+		}
+		return envelopeBody(p, "", items...)
+	}
+	smallReport := clientReportJSON([]string{"error"}, "x", "1")
+	bigReport := clientReportJSON(strings.Split(strings.Repeat("error,", 2000), ",")[:2000], strings.Repeat("r", 40), "1")
+	tests := []struct {
+		name   string
+		raw    []byte
+		status int
+		detail string
+	}{
+		{"a million tiny items", tinyItems(p, 1_000_000), 413, "items"},
+		{"one item over the item cap", tinyItems(p, MaxEnvelopeItems+1), 413, "items"},
+		{"at the item cap", tinyItems(p, MaxEnvelopeItems), 200, ""},
+		{"101 sessions", many("session", "{}", 101), 413, "session"},
+		{"100 sessions", many("session", "{}", 100), 200, ""},
+		{"31 attachments", many("attachment", "x", 31), 413, "attachment"},
+		{"30 attachments", many("attachment", "x", 30), 200, ""},
+		{"101 client reports", many("client_report", smallReport, 101), 413, "client_report"},
+		{"client reports over 100 KiB", many("client_report", bigReport, 1), 413, "client_report"},
+		{"26 standalone spans", many("span", "{}", 26), 413, "span"},
+		{"25 standalone spans", many("span", "{}", 25), 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.srv.Stats()
+			resp := f.postEnvelope(p, compression.Gzip, tc.raw, nil)
+			wantStatus(t, resp, tc.status, tc.detail)
+			after := f.srv.Stats()
+			if tc.status == 200 {
+				return
+			}
+			if after.Envelopes != before.Envelopes || after.Outcomes.Messages["client_report"] != before.Outcomes.Messages["client_report"] {
+				t.Errorf("a refused envelope was counted: envelopes %d → %d", before.Envelopes, after.Envelopes)
+			}
+			if after.Errors["envelope_too_many_items"]+after.Errors["envelope_limit"] <= before.Errors["envelope_too_many_items"]+before.Errors["envelope_limit"] {
+				t.Errorf("refusal not counted: errors %v", after.Errors)
+			}
+		})
+	}
+	if wire := len(encode(t, compression.Gzip, tinyItems(p, 1_000_000))); wire > 64<<10 {
+		t.Errorf("the attack body is %d bytes gzip, expected tens of KB", wire)
 	}
 }
 

@@ -47,8 +47,8 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 	}
 	defer s.releaseBody(bp)
 	sum := s.getSummary()
-	defer s.sums.Put(sum)
-	if err := envelope.Scan(decoded, sum); err != nil {
+	defer s.putSummary(sum)
+	if err := envelope.ScanLimit(decoded, sum, MaxEnvelopeItems); err != nil {
 		s.writeError(w, c, envelopeError(err))
 		return
 	}
@@ -64,6 +64,10 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 	if kidx, ok := s.byKey[key]; !ok || kidx != pidx {
 		s.writeError(w, c, newError(http.StatusForbidden, "key_project_mismatch", "the project key does not belong to this project",
 			"project id "+projectID))
+		return
+	}
+	if e := checkEnvelopeLimits(sum); e != nil {
+		s.writeError(w, c, e)
 		return
 	}
 	outcomes, e := readEnvelopeOutcomes(decoded, sum)
@@ -111,9 +115,30 @@ func (s *Server) getSummary() *envelope.Summary {
 	return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)}
 }
 
+// maxPooledSummaryItems is the largest item list a pooled summary keeps: a
+// summary grown by a rare envelope of many items is left to the collector
+// instead of pinning its list (72 bytes an item) in the pool.
+const maxPooledSummaryItems = 64
+
+// putSummary returns sum to the pool, cleared: its slices alias the decoded
+// body, and a pooled summary holding them would keep that buffer (up to the
+// decoded cap, too large for the buffer pool) alive.
+func (s *Server) putSummary(sum *envelope.Summary) {
+	if cap(sum.Items) > maxPooledSummaryItems {
+		return
+	}
+	clear(sum.Items[:cap(sum.Items)])
+	*sum = envelope.Summary{Items: sum.Items[:0]}
+	s.sums.Put(sum)
+}
+
 // envelopeError names the framing rule an envelope broke.
 func envelopeError(err error) *httpError {
 	var pe *envelope.ParseError
+	if errors.As(err, &pe) && pe.Rule == envelope.RuleTooManyItems {
+		return newError(http.StatusRequestEntityTooLarge, "envelope_too_many_items",
+			"envelope exceeded size limits: more than "+strconv.Itoa(MaxEnvelopeItems)+" items", err.Error())
+	}
 	if errors.As(err, &pe) {
 		reason := "malformed_envelope:" + strings.ReplaceAll(string(pe.Rule), " ", "_")
 		return newError(http.StatusBadRequest, reason, "invalid envelope", err.Error())
