@@ -1,9 +1,13 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,4 +141,219 @@ func TestCountersSaturate(t *testing.T) {
 	if r := tab.rows[outcomeKey{"accepted", "error", ""}]; r.quantity != math.MaxInt64 || r.count != 2 {
 		t.Errorf("row = %+v", *r)
 	}
+}
+
+// recordingSink keeps what a carrier reader emits.
+type recordingSink struct {
+	recs  []outcomeRecord
+	other int
+}
+
+func (s *recordingSink) record(r outcomeRecord) { s.recs = append(s.recs, r) }
+func (s *recordingSink) otherBucket()           { s.other++ }
+
+// hasDuplicateKeys reports whether some object in the JSON document b
+// repeats a key (json.Unmarshal keeps the last, the streaming readers read
+// both), or b is not one JSON document.
+func hasDuplicateKeys(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		atKey  bool
+	}
+	var stack []frame
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return !errors.Is(err, io.EOF)
+		}
+		top := len(stack) - 1
+		if d, ok := t.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if top >= 0 && stack[top].object {
+					stack[top].atKey = true
+				}
+				stack = append(stack, frame{keys: map[string]bool{}, object: d == '{', atKey: true})
+			default:
+				stack = stack[:top]
+			}
+			continue
+		}
+		if top >= 0 && stack[top].object {
+			if stack[top].atKey {
+				k := t.(string)
+				if stack[top].keys[k] {
+					return true
+				}
+				stack[top].keys[k] = true
+			}
+			stack[top].atKey = !stack[top].atKey
+		}
+	}
+}
+
+// referenceRecords decodes a carrier with json.Unmarshal (what the readers
+// replaced) into the records it holds, in document order for lists. Kinds:
+// 0 metric_buckets item, 1 client_report item, 2 metrics batch, 3 legacy
+// batch.
+func referenceRecords(kind int, b []byte) ([]outcomeRecord, int, error) {
+	var recs []outcomeRecord
+	other := 0
+	buckets := func(bs []bucket) error {
+		for _, bk := range bs {
+			name, ok := strings.CutPrefix(bk.Name, outcomePrefix)
+			if ok {
+				name, ok = strings.CutSuffix(name, outcomeSuffix)
+			}
+			if !ok {
+				other++
+				continue
+			}
+			q, err := parseQuantity(bk.Value)
+			if err != nil {
+				return err
+			}
+			cat := bk.Tags["category"]
+			if id, err := strconv.ParseInt(cat, 10, 64); err == nil {
+				cat = categoryName(id)
+			} else {
+				cat = "unknown:" + clipReason(cat)
+			}
+			recs = append(recs, outcomeRecord{clipReason(name), cat, clipReason(bk.Tags["reason"]), q})
+		}
+		return nil
+	}
+	switch kind {
+	case 0:
+		var bs []bucket
+		if err := json.Unmarshal(b, &bs); err != nil {
+			return nil, 0, err
+		}
+		return recs, other, buckets(bs)
+	case 1:
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, 0, err
+		}
+		for _, key := range []string{"discarded_events", "rate_limited_events", "filtered_events", "filtered_sampling_events"} {
+			var es []clientReportEntry
+			if raw, ok := r[key]; ok {
+				if err := json.Unmarshal(raw, &es); err != nil {
+					return nil, 0, err
+				}
+			}
+			for _, e := range es {
+				recs = append(recs, outcomeRecord{clientReportOutcome(key), clipReason(e.Category), clipReason(e.Reason), int64(e.Quantity)})
+			}
+		}
+		return recs, 0, nil
+	case 3:
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil {
+			return nil, 0, err
+		}
+		var outs []legacyOutcome
+		if raw, ok := top["outcomes"]; ok {
+			if err := json.Unmarshal(raw, &outs); err != nil {
+				return nil, 0, err
+			}
+		}
+		for _, o := range outs {
+			r := outcomeRecord{outcomeName(o.Outcome), "default", "", 1}
+			if o.Category != nil {
+				r.category = categoryName(*o.Category)
+			}
+			if o.Quantity != nil {
+				r.quantity = int64(*o.Quantity)
+			}
+			if o.Reason != nil {
+				r.reason = clipReason(*o.Reason)
+			}
+			recs = append(recs, r)
+		}
+		return recs, 0, nil
+	default:
+		// Top-level keys are matched exactly, as Relay (serde) does, not
+		// case-insensitively as json.Unmarshal matches struct fields.
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil {
+			return nil, 0, err
+		}
+		var byKey map[string][]bucket
+		if raw, ok := top["buckets"]; ok {
+			if err := json.Unmarshal(raw, &byKey); err != nil {
+				return nil, 0, err
+			}
+		}
+		for _, bs := range byKey {
+			if err := buckets(bs); err != nil {
+				return nil, 0, err
+			}
+		}
+		return recs, other, nil
+	}
+}
+
+// FuzzOutcomeCarriers: the checking and the counting pass of a carrier
+// reader agree (the counting pass never meets an error the check let
+// through), and, for documents without repeated keys, the streaming readers
+// accept what json.Unmarshal accepts and emit the same records.
+func FuzzOutcomeCarriers(f *testing.F) {
+	f.Add(0, []byte(`[{"name":"c:outcomes/filtered@none","type":"c","value":2.0,"tags":{"category":"1","reason":"r"}},{"name":"d:x@ms","value":[1,2]}]`))
+	f.Add(1, []byte(`{"timestamp":1,"discarded_events":[{"reason":"q","category":"error","quantity":4}],"filtered_events":null}`))
+	f.Add(2, []byte(`{"buckets":{"k":[{"name":"c:outcomes/accepted@none","value":1,"tags":{}}]}}`))
+	f.Add(1, []byte(`{"rate_limited_events":[{"category":"error","quantity":-1}]}`))
+	f.Add(0, []byte(`null`))
+	f.Add(2, []byte(`{"buckets":{"a":[],"a":[]}}`))
+	f.Add(3, []byte(`{"outcomes":[{"outcome":2,"category":1,"reason":"r","quantity":7},{"outcome":3}]}`))
+	f.Fuzz(func(t *testing.T, kind int, b []byte) {
+		kind = (kind%4 + 4) % 4
+		read := func(sink outcomeSink) *httpError {
+			switch kind {
+			case 0:
+				return readMetricBucketsItem(b, sink, "fuzz")
+			case 1:
+				return readClientReportItem(b, sink, "fuzz")
+			case 3:
+				return readLegacyBatch(b, sink)
+			}
+			return readMetricsBatch(b, sink)
+		}
+		checked := read(validateOnly{})
+		var got recordingSink
+		counted := read(&got)
+		if (checked == nil) != (counted == nil) {
+			t.Fatalf("check %v, count %v", checked, counted)
+		}
+		if checked != nil {
+			if checked.status != 400 || checked.body.Detail == "" {
+				t.Fatalf("refusal %+v", checked)
+			}
+		} else if !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
+		}
+		if hasDuplicateKeys(b) {
+			return
+		}
+		want, other, err := referenceRecords(kind, b)
+		if (err == nil) != (checked == nil) {
+			t.Fatalf("json.Unmarshal: %v; streaming reader: %v (%q)", err, checked, b)
+		}
+		if err != nil {
+			return
+		}
+		if kind == 2 { // map order: compare as sets
+			sortRecords(want)
+			sortRecords(got.recs)
+		}
+		if fmt.Sprint(want) != fmt.Sprint(got.recs) || other != got.other {
+			t.Fatalf("records\n got %v (+%d other)\nwant %v (+%d other)", got.recs, got.other, want, other)
+		}
+	})
+}
+
+func sortRecords(rs []outcomeRecord) {
+	sort.Slice(rs, func(i, j int) bool { return fmt.Sprint(rs[i]) < fmt.Sprint(rs[j]) })
 }
