@@ -376,3 +376,19 @@ func TestAbuseContentEncodingLines(t *testing.T) {
 		})
 	}
 }
+
+// TestAbuseQueryBodyBounded: a project-config or public-key query of
+// millions of tiny keys is refused by its size (413) before it is decoded,
+// instead of being decoded in full and only then refused for its key count.
+func TestAbuseQueryBodyBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	r := newRelay(t)
+	f.register(r)
+	keys := strings.TrimSuffix(strings.Repeat(`"k",`, 600_000), ",")
+	wantStatus(t, f.signed(r, "/api/0/relays/projectconfigs/?version=3", `{"publicKeys":[`+keys+`]}`), 413, "too large")
+	wantStatus(t, f.signed(r, "/api/0/relays/publickeys/", `{"relay_ids":[`+keys+`]}`), 413, "too large")
+	if n := f.srv.Stats().Errors["too_large_query"]; n != 2 {
+		t.Errorf("too_large_query counted %d times, want 2", n)
+	}
+	wantStatus(t, f.signed(r, "/api/0/relays/projectconfigs/?version=3", `{"publicKeys":["`+f.ps[0].PublicKey+`"]}`), 200, "")
+}

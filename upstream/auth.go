@@ -263,7 +263,7 @@ func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *c
 	var q struct {
 		RelayIDs []string `json:"relay_ids"`
 	}
-	if e := decodeJSON(body, &q, "publickeys request"); e != nil {
+	if e := decodeQuery(body, &q, "publickeys request"); e != nil {
 		s.writeError(w, c, e)
 		return
 	}

@@ -748,6 +748,21 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 	writeJSON(w, http.StatusOK, out)
 }
 
+// maxQueryBytes bounds the decoded body of a project-config or public-key
+// query: Relay's largest (500 keys with their revisions) is under 100 KB,
+// and decoding a list of millions of tiny keys at once would cost many
+// times the body in memory.
+const maxQueryBytes = 1 << 20
+
+// decodeQuery decodes a project-config or public-key query body into v.
+func decodeQuery(body []byte, v any, what string) *httpError {
+	if len(body) > maxQueryBytes {
+		return newError(http.StatusRequestEntityTooLarge, "too_large_query", what+" too large",
+			fmt.Sprintf("%d bytes > limit %d", len(body), maxQueryBytes))
+	}
+	return decodeJSON(body, v, what)
+}
+
 // decodeJSON decodes a JSON request body into v.
 func decodeJSON(body []byte, v any, what string) *httpError {
 	if err := json.Unmarshal(body, v); err != nil {
