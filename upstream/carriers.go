@@ -15,12 +15,14 @@ import (
 
 // Outcome carriers (docs/protocol.md, Outcomes): client_report and
 // metric_buckets items in envelopes, legacy batches and the metrics
-// endpoint. Each is read twice with a streaming JSON reader: once to check
-// it (an invalid carrier, or one with a quantity that is not a count, is
-// refused whole with 400 and leaves no partial counts), then once to count
-// it. Reading element by element keeps a carrier's cost to the memory of
-// its largest element, whatever its length: decoding a 15 MiB bucket list
-// at once took 254 MB.
+// endpoint. A request's carriers are read element by element with a
+// streaming JSON reader into an outcomeBatch of its own, which sums them
+// with the bounds of the counters' table; only a request read in full is
+// merged into the counters, so a carrier that is invalid, or has a quantity
+// that is not a count, is refused whole with 400 and leaves no partial
+// counts. Reading element by element keeps a carrier's cost to the memory
+// of its largest element and of the batch's bounded table, whatever its
+// length: json.Unmarshal of a 15 MiB bucket list held 254 MB.
 
 // outcomeRecord is one outcome as a carrier states it.
 type outcomeRecord struct {
@@ -34,19 +36,31 @@ type outcomeSink interface {
 	otherBucket() // a metric bucket that is not an outcome
 }
 
-// validateOnly is the checking pass: it keeps nothing.
-type validateOnly struct{}
-
-func (validateOnly) record(outcomeRecord) {}
-func (validateOnly) otherBucket()         {}
-
-// countInto is the counting pass.
-type countInto struct{ c *counters }
-
-func (s countInto) record(r outcomeRecord) {
-	s.c.outcomes.add(r.outcome, r.category, r.reason, r.quantity)
+// outcomeBatch is what one request's carriers hold, summed.
+type outcomeBatch struct {
+	table        outcomeTable
+	messages     [len(outcomeSourceNames)]int64 // carriers by source
+	otherBuckets int64
 }
-func (s countInto) otherBucket() { s.c.metricBuckets.Add(1) }
+
+func (b *outcomeBatch) record(r outcomeRecord) {
+	b.table.add(r.outcome, r.category, r.reason, r.quantity)
+}
+
+func (b *outcomeBatch) otherBucket() { b.otherBuckets++ }
+
+// count adds the batch to c.
+func (b *outcomeBatch) count(c *counters) {
+	for i, n := range b.messages {
+		if n != 0 {
+			c.outcomeMsgs[i].Add(n)
+		}
+	}
+	if b.otherBuckets != 0 {
+		c.metricBuckets.Add(b.otherBuckets)
+	}
+	c.outcomes.merge(&b.table)
+}
 
 // jsonWalker reads one JSON document token by token.
 type jsonWalker struct{ dec *json.Decoder }
@@ -232,39 +246,36 @@ func readClientReportItem(payload []byte, sink outcomeSink, where string) *httpE
 	return nil
 }
 
-// walkEnvelopeOutcomes reads the client_report and metric_buckets items of
-// a scanned envelope into sink and counts them by source when counting. It
-// reports whether there were any, so an envelope of data costs one pass
-// over its item types here and nothing else.
-func walkEnvelopeOutcomes(decoded []byte, sum *envelope.Summary, sink outcomeSink, c *counters) (bool, *httpError) {
-	found := false
+// readEnvelopeOutcomes reads the client_report and metric_buckets items of
+// a scanned envelope. It returns nil when the envelope has none, so an
+// envelope of data costs one pass over its item types here and allocates
+// nothing.
+func readEnvelopeOutcomes(decoded []byte, sum *envelope.Summary) (*outcomeBatch, *httpError) {
+	var b *outcomeBatch
 	for i := range sum.Items {
 		it := &sum.Items[i]
 		ti := itemTypeIndex(it.Type)
 		if ti != itemClientReport && ti != itemMetricBuckets {
 			continue
 		}
-		found = true
+		if b == nil {
+			b = &outcomeBatch{}
+		}
 		payload := decoded[it.PayloadStart:it.PayloadEnd]
 		where := itemTypes[ti] + " item " + strconv.Itoa(i)
 		var e *httpError
 		if ti == itemClientReport {
-			e = readClientReportItem(payload, sink, where)
+			e = readClientReportItem(payload, b, where)
+			b.messages[srcClientReport]++
 		} else {
-			e = readMetricBucketsItem(payload, sink, where)
+			e = readMetricBucketsItem(payload, b, where)
+			b.messages[srcMetricBuckets]++
 		}
 		if e != nil {
-			return true, e
-		}
-		if c != nil {
-			if ti == itemClientReport {
-				c.outcomeMsgs[srcClientReport].Add(1)
-			} else {
-				c.outcomeMsgs[srcMetricBuckets].Add(1)
-			}
+			return nil, e
 		}
 	}
-	return found, nil
+	return b, nil
 }
 
 type legacyOutcome struct {

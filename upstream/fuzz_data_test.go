@@ -296,10 +296,10 @@ func referenceRecords(kind int, b []byte) ([]outcomeRecord, int, error) {
 	}
 }
 
-// FuzzOutcomeCarriers: the checking and the counting pass of a carrier
-// reader agree (the counting pass never meets an error the check let
-// through), and, for documents without repeated keys, the streaming readers
-// accept what json.Unmarshal accepts and emit the same records.
+// FuzzOutcomeCarriers: a carrier reader refuses or accepts alike whatever
+// it reads into, its batch sums the records it emits, and, for documents
+// without repeated keys, it accepts what json.Unmarshal accepts and emits
+// the same records.
 func FuzzOutcomeCarriers(f *testing.F) {
 	f.Add(0, []byte(`[{"name":"c:outcomes/filtered@none","type":"c","value":2.0,"tags":{"category":"1","reason":"r"}},{"name":"d:x@ms","value":[1,2]}]`))
 	f.Add(1, []byte(`{"timestamp":1,"discarded_events":[{"reason":"q","category":"error","quantity":4}],"filtered_events":null}`))
@@ -321,11 +321,21 @@ func FuzzOutcomeCarriers(f *testing.F) {
 			}
 			return readMetricsBatch(b, sink)
 		}
-		checked := read(validateOnly{})
 		var got recordingSink
-		counted := read(&got)
-		if (checked == nil) != (counted == nil) {
-			t.Fatalf("check %v, count %v", checked, counted)
+		checked := read(&got)
+		var batch outcomeBatch
+		if e := read(&batch); (e == nil) != (checked == nil) {
+			t.Fatalf("into a batch %v, into a list %v", e, checked)
+		}
+		if checked == nil {
+			// The batch sums what the list holds.
+			var want outcomeTable
+			for _, r := range got.recs {
+				want.add(r.outcome, r.category, r.reason, r.quantity)
+			}
+			if fmt.Sprint(tableRows(&want)) != fmt.Sprint(tableRows(&batch.table)) || batch.otherBuckets != int64(got.other) {
+				t.Fatalf("batch %v (+%d other), records summed %v (+%d)", tableRows(&batch.table), batch.otherBuckets, tableRows(&want), got.other)
+			}
 		}
 		if checked != nil {
 			if checked.status != 400 || checked.body.Detail == "" {
@@ -356,4 +366,48 @@ func FuzzOutcomeCarriers(f *testing.F) {
 
 func sortRecords(rs []outcomeRecord) {
 	sort.Slice(rs, func(i, j int) bool { return fmt.Sprint(rs[i]) < fmt.Sprint(rs[j]) })
+}
+
+// tableRows lists a table's rows sorted.
+func tableRows(t *outcomeTable) []string {
+	var out []string
+	for k, r := range t.rows {
+		out = append(out, fmt.Sprint(k, r.quantity, r.count, r.fold))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestOutcomeTableMergeFolds: a request's table folds past its own bound,
+// and merging folds what the counters' table has no room for; every
+// record's quantity arrives, and folded counts the records folded.
+func TestOutcomeTableMergeFolds(t *testing.T) {
+	var counters outcomeTable
+	for i := 0; i < maxOutcomeRows-10; i++ {
+		counters.add("accepted", "error", "r"+strconv.Itoa(i), 1)
+	}
+	var req outcomeTable
+	for i := 0; i < maxOutcomeRows+500; i++ {
+		req.add("filtered", "cat-"+strconv.Itoa(i), "x", 2)
+	}
+	if req.folded != 500 || len(req.rows) != maxOutcomeRows+1 {
+		t.Fatalf("request table: %d rows, folded %d", len(req.rows), req.folded)
+	}
+	counters.merge(&req)
+	var quantity int64
+	for _, r := range counters.rows {
+		quantity += r.quantity
+	}
+	if want := int64(maxOutcomeRows-10) + 2*int64(maxOutcomeRows+500); quantity != want {
+		t.Errorf("quantity %d, want %d", quantity, want)
+	}
+	if want := int64(500 + maxOutcomeRows - 10); counters.folded != want {
+		t.Errorf("folded %d, want %d (the request's 500 and all but 10 of its rows)", counters.folded, want)
+	}
+	if n := len(counters.rows); n != maxOutcomeRows+1 {
+		t.Errorf("%d rows, want %d as sent and one fold row", n, maxOutcomeRows+1)
+	}
+	if r := counters.rows[outcomeKey{"filtered", "other", "other"}]; r == nil || !r.fold || r.count != int64(500+maxOutcomeRows-10) {
+		t.Errorf("fold row %+v", r)
+	}
 }

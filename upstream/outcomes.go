@@ -60,12 +60,13 @@ func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, 
 		return
 	}
 	defer release()
-	if e := readLegacyBatch(body, validateOnly{}); e != nil {
+	var b outcomeBatch
+	if e := readLegacyBatch(body, &b); e != nil {
 		s.writeError(w, c, e)
 		return
 	}
-	_ = readLegacyBatch(body, countInto{c})
-	c.outcomeMsgs[srcLegacy].Add(1)
+	b.messages[srcLegacy] = 1
+	b.count(c)
 	writeRawJSON(w, http.StatusOK, emptyObject)
 }
 
@@ -77,11 +78,12 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request, c *coun
 		return
 	}
 	defer release()
-	if e := readMetricsBatch(body, validateOnly{}); e != nil {
+	var b outcomeBatch
+	if e := readMetricsBatch(body, &b); e != nil {
 		s.writeError(w, c, e)
 		return
 	}
-	_ = readMetricsBatch(body, countInto{c})
-	c.outcomeMsgs[srcMetricsEndpoint].Add(1)
+	b.messages[srcMetricsEndpoint] = 1
+	b.count(c)
 	writeRawJSON(w, http.StatusOK, emptyObject)
 }

@@ -70,14 +70,14 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 		s.writeError(w, c, e)
 		return
 	}
-	hasOutcomes, e := walkEnvelopeOutcomes(decoded, sum, validateOnly{}, nil)
+	outcomes, e := readEnvelopeOutcomes(decoded, sum)
 	if e != nil {
 		s.writeError(w, c, e)
 		return
 	}
 	s.count(c, pidx, fromRelay, decoded, sum)
-	if hasOutcomes {
-		_, _ = walkEnvelopeOutcomes(decoded, sum, countInto{c}, c)
+	if outcomes != nil {
+		outcomes.count(c)
 	}
 	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
 		// {"id":"<32 hex>"} written in pieces: no per-request buffer.
@@ -146,8 +146,8 @@ func envelopeError(err error) *httpError {
 	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
 }
 
-// count records one accepted envelope (walkEnvelopeOutcomes counts its
-// outcomes).
+// count records one accepted envelope (its outcomes are counted from the
+// batch readEnvelopeOutcomes read).
 func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary) {
 	c.envelopes.Add(1)
 	if fromRelay {

@@ -265,7 +265,9 @@ func (r *reasonCounter) snapshot() map[string]int64 {
 type outcomeKey struct{ outcome, category, reason string }
 
 // outcomeTable sums outcome records by (outcome, category, reason), bounded
-// (maxOutcomeRows + maxFoldRows rows). Sums saturate at math.MaxInt64.
+// (maxOutcomeRows + maxFoldRows rows). Sums saturate at math.MaxInt64. The
+// counters hold one; so does each request's outcomeBatch, merged into the
+// counters' once the request has been read in full.
 type outcomeTable struct {
 	mu     sync.Mutex
 	rows   map[outcomeKey]*outcomeRow
@@ -273,45 +275,51 @@ type outcomeTable struct {
 	folded int64 // records folded into an "other" row
 }
 
-type outcomeRow struct{ quantity, count int64 }
-
-// addAll adds records under one lock.
-func (t *outcomeTable) addAll(recs []outcomeRecord) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := range recs {
-		t.addLocked(recs[i].outcome, recs[i].category, recs[i].reason, recs[i].quantity)
-	}
+type outcomeRow struct {
+	quantity, count int64
+	fold            bool // created by folding
 }
 
 func (t *outcomeTable) add(outcome, category, reason string, quantity int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.addLocked(outcome, category, reason, quantity)
+	t.addLocked(outcomeKey{outcome, category, reason}, quantity, 1, false)
 }
 
-func (t *outcomeTable) addLocked(outcome, category, reason string, quantity int64) {
+// merge adds o's rows (o must no longer change).
+func (t *outcomeTable) merge(o *outcomeTable) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, r := range o.rows {
+		t.addLocked(k, r.quantity, r.count, r.fold)
+	}
+	t.folded = addSaturating(t.folded, o.folded)
+}
+
+// addLocked adds count records of the given total quantity to row k; fold
+// marks a row that is already the fold of others.
+func (t *outcomeTable) addLocked(k outcomeKey, quantity, count int64, fold bool) {
 	if t.rows == nil {
 		t.rows = map[outcomeKey]*outcomeRow{}
 	}
-	k := outcomeKey{outcome, category, reason}
 	r := t.rows[k]
 	if r == nil {
-		if t.asSent < maxOutcomeRows {
-			r = &outcomeRow{}
-			t.rows[k] = r
+		switch {
+		case fold:
+		case t.asSent < maxOutcomeRows:
 			t.asSent++
-		} else {
-			k = foldKey(k)
-			t.folded = addSaturating(t.folded, 1)
-			if r = t.rows[k]; r == nil {
-				r = &outcomeRow{}
-				t.rows[k] = r
-			}
+		default:
+			k, fold = foldKey(k), true
+			t.folded = addSaturating(t.folded, count)
+			r = t.rows[k]
+		}
+		if r == nil {
+			r = &outcomeRow{fold: fold}
+			t.rows[k] = r
 		}
 	}
 	r.quantity = addSaturating(r.quantity, quantity)
-	r.count = addSaturating(r.count, 1)
+	r.count = addSaturating(r.count, count)
 }
 
 // foldKey is the "other" row a key that found the table full goes to.
