@@ -15,8 +15,10 @@ import (
 //
 // Order of checks: method, size, encoding, relay authentication (when
 // X-Sentry-Relay-Id is present; SDK requests carry none), project, decoding,
-// framing, project key. Then everything is counted and the answer is
-// {"id": "<event id>"} (or {} without an event id).
+// framing (at most MaxEnvelopeItems items), project key, Relay's per-type
+// item limits (limits.go), the outcome carriers (client_report and
+// metric_buckets items, read in full). Then everything is counted and the
+// answer is {"id": "<event id>"} (or {} without an event id).
 func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *counters, projectID string) {
 	if req.Method != http.MethodPost {
 		s.writeError(w, c, methodNotAllowed(req))
