@@ -53,6 +53,10 @@ const (
 	RuleTrailingData Rule = "trailing data after last item"
 	// RuleTooLarge: ParseReader's input exceeds its limit.
 	RuleTooLarge Rule = "envelope too large"
+	// RuleTooManyItems: ScanLimit found more items than its limit. Relay has
+	// no such rule (its cap is max_envelope_size); a receiver uses it to
+	// bound the work one envelope costs.
+	RuleTooManyItems Rule = "too many items"
 )
 
 // ParseError is a rejected envelope: the byte offset where the fault was

@@ -221,6 +221,33 @@ func checkScanAgrees(t testing.TB, in []byte) {
 			t.Errorf("item %d: Parse payload does not alias the input", i)
 		}
 	}
+	checkScanLimit(t, in, s.Items)
+}
+
+// checkScanLimit asserts that ScanLimit accepts a valid envelope of n items
+// at limit n exactly as Scan does and stops one short of it with
+// RuleTooManyItems, keeping the first n-1.
+func checkScanLimit(t testing.TB, in []byte, items []ItemSummary) {
+	t.Helper()
+	n := len(items)
+	var s Summary
+	if err := ScanLimit(in, &s, n); err != nil || !reflect.DeepEqual(s.Items, items) {
+		t.Fatalf("ScanLimit at %d items = %v, %d items; Scan found %d", n, err, len(s.Items), n)
+	}
+	if n == 0 {
+		return
+	}
+	err := ScanLimit(in, &s, n-1)
+	var perr *ParseError
+	if !errors.As(err, &perr) || perr.Rule != RuleTooManyItems {
+		t.Fatalf("ScanLimit at %d of %d items = %v, want %s", n-1, n, err, RuleTooManyItems)
+	}
+	if !reflect.DeepEqual(s.Items, items[:n-1]) {
+		t.Errorf("ScanLimit kept %d items, want the first %d", len(s.Items), n-1)
+	}
+	if perr.Offset < 0 || perr.Offset > len(in) {
+		t.Errorf("offset %d outside the input", perr.Offset)
+	}
 }
 
 // checkRoundTrip asserts that Parse(Marshal(Parse(in))) keeps types,

@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 )
 
@@ -99,7 +100,14 @@ func requireNewline(b []byte, off int, after string) *ParseError {
 // reused, so a warm Summary scans without allocating (header strings with
 // JSON escapes are the exception: they are decoded into fresh memory).
 // On error s holds the items read before the error.
-func Scan(b []byte, s *Summary) error {
+func Scan(b []byte, s *Summary) error { return ScanLimit(b, s, math.MaxInt) }
+
+// ScanLimit is Scan that stops at the (maxItems+1)th item with a
+// *ParseError of RuleTooManyItems (s then holds the first maxItems), so
+// s.Items never holds more than maxItems+1 whatever the input: a receiver bounds the memory and time one
+// envelope costs by its item count as well as by its size. Framing errors
+// in the items before the limit are reported as Scan reports them.
+func ScanLimit(b []byte, s *Summary, maxItems int) error {
 	s.DSN, s.EventID, s.SentAt = nil, nil, nil
 	s.Items = s.Items[:0]
 	r := reader{b: b}
@@ -108,6 +116,11 @@ func Scan(b []byte, s *Summary) error {
 	}
 	s.DSN, s.EventID, s.SentAt = r.h.dsn.val, r.h.eventID.val, r.h.sentAt.val
 	for {
+		if len(s.Items) > maxItems {
+			s.Items = s.Items[:maxItems]
+			return &ParseError{Offset: min(r.off, len(b)), Rule: RuleTooManyItems,
+				Detail: "more than " + strconv.Itoa(maxItems) + " items"}
+		}
 		s.Items = append(s.Items, ItemSummary{})
 		ok, perr := r.item(&s.Items[len(s.Items)-1])
 		if !ok {

@@ -91,13 +91,15 @@ func (s *Server) verifyRegistration(req *http.Request, c *counters, pub relayaut
 	return nil
 }
 
-// admitRelay decides whether relay id with key pub may register: a known
-// (allow-listed) relay must use its known key, and with an allow-list only
-// known relays may register. It returns the relay's current entry, if any.
+// admitRelay decides whether relay id with key pub may register: a relay
+// id already known (allow-listed) or registered keeps its key, as in Sentry,
+// so nobody takes over a relay's id by registering it with their own key;
+// with an allow-list only known relays may register. It returns the relay's
+// current entry, if any.
 func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpError) {
 	known := s.lookupRelay(id)
-	if known != nil && known.known && !known.pub.Equal(pub) {
-		return nil, newError(http.StatusForbidden, "public_key_mismatch", "relay id is known with a different public key")
+	if known != nil && !known.pub.Equal(pub) {
+		return nil, keyMismatch(id)
 	}
 	if s.cfg.AllowList && (known == nil || !known.known) {
 		return nil, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register", "relay id "+id+" is not in the allow-list")
@@ -107,6 +109,14 @@ func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpEr
 			fmt.Sprintf("at most %d relays may register; pre-register more with --relay-credentials", MaxRegisteredRelays))
 	}
 	return known, nil
+}
+
+// keyMismatch is Sentry's answer to a registration of a known relay id with
+// another public key (400, api/endpoints/relay register_challenge and
+// register_response).
+func keyMismatch(id string) *httpError {
+	return newError(http.StatusBadRequest, "public_key_mismatch", "Attempted to register agent with a different public key",
+		"relay id "+id+" is registered with another public key")
 }
 
 // handleChallenge is registration step 1 (docs/protocol.md, Registration).
@@ -183,12 +193,38 @@ func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *cou
 		s.regFail(w, c, e)
 		return
 	}
-	if known == nil || !known.registered || !known.pub.Equal(pub) {
-		if _, existed := s.relays.Swap(rr.RelayID, &relay{id: rr.RelayID, pub: pub, registered: true, known: known != nil && known.known}); !existed {
-			s.nSelfRegistered.Add(1)
-		}
+	if e := s.storeRegistered(rr.RelayID, pub, known); e != nil {
+		s.regFail(w, c, e)
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"relay_id": rr.RelayID})
+}
+
+// storeRegistered marks relay id (with key pub, admitted with entry known)
+// registered. Two registrations of a new id may pass admitRelay at once: the
+// first to store its entry wins and a later one with another key is
+// refused, never swapped in.
+func (s *Server) storeRegistered(id string, pub relayauth.PublicKey, known *relay) *httpError {
+	for {
+		if known == nil {
+			v, loaded := s.relays.LoadOrStore(id, &relay{id: id, pub: pub, registered: true})
+			if !loaded {
+				s.nSelfRegistered.Add(1)
+				return nil
+			}
+			known = v.(*relay)
+		}
+		if !known.pub.Equal(pub) {
+			return keyMismatch(id)
+		}
+		if known.registered {
+			return nil // registering again (every auth_interval): nothing changes
+		}
+		if s.relays.CompareAndSwap(id, known, &relay{id: id, pub: pub, registered: true, known: known.known}) {
+			return nil
+		}
+		known = s.lookupRelay(id)
+	}
 }
 
 // signedQuery reads a signed JSON query body and authenticates the relay.
@@ -227,7 +263,7 @@ func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *c
 	var q struct {
 		RelayIDs []string `json:"relay_ids"`
 	}
-	if e := decodeJSON(body, &q, "publickeys request"); e != nil {
+	if e := decodeQuery(body, &q, "publickeys request"); e != nil {
 		s.writeError(w, c, e)
 		return
 	}

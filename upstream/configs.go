@@ -189,7 +189,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 		return
 	}
 	var q configsRequest
-	if e := decodeJSON(body, &q, "projectconfigs request"); e != nil {
+	if e := decodeQuery(body, &q, "projectconfigs request"); e != nil {
 		s.writeError(w, c, e)
 		return
 	}

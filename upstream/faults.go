@@ -103,11 +103,25 @@ type Outage struct {
 	Until time.Time `json:"until,omitzero"`
 }
 
-// maxLatency bounds injected latency so a typo cannot wedge the server.
-const maxLatency = 5 * time.Minute
-
-// maxOutage bounds an outage.
-const maxOutage = time.Hour
+// Bounds on every duration and size /control (and the fault flags) take,
+// so that a typo or a hostile client cannot wedge the server or make it hold
+// requests for hours (upstream/README.md lists them).
+const (
+	// maxLatency bounds each latency term and the latency one request draws
+	// (fixed + uniform + exponential, clamped).
+	maxLatency = 5 * time.Minute
+	// maxOutage bounds an outage.
+	maxOutage = time.Hour
+	// maxRetryAfter bounds retry_after and every retry-after in rate_limits
+	// (seconds): Relay stops sending the limited data for that long.
+	maxRetryAfter = 3600
+	// maxRateLimitsLen bounds the rate_limits header value an injection sets.
+	maxRateLimitsLen = 1024
+	// MaxInjections bounds the inject list (each request walks it).
+	MaxInjections = 64
+	// MaxControlBytes bounds a /control body after decoding (413 above).
+	MaxControlBytes = 64 << 10
+)
 
 type faultState struct {
 	f      Faults
@@ -135,11 +149,15 @@ func (f *Faults) Validate() error {
 		if l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min {
 			return fmt.Errorf("latency %s: durations must be ≥ 0 and max ≥ min", name)
 		}
-		// Each term is bounded before they are added, so the sum cannot overflow.
-		if time.Duration(l.Fixed) > maxLatency || time.Duration(l.Max) > maxLatency || time.Duration(l.Mean) > maxLatency ||
-			time.Duration(l.Fixed+l.Max) > maxLatency {
-			return fmt.Errorf("latency %s: more than %s", name, maxLatency)
+		// Each term is bounded before they are added, so the sum cannot
+		// overflow; min without max is a fixed term too.
+		if time.Duration(l.Fixed) > maxLatency || time.Duration(l.Min) > maxLatency || time.Duration(l.Max) > maxLatency ||
+			time.Duration(l.Mean) > maxLatency || time.Duration(l.Fixed+max(l.Min, l.Max)) > maxLatency {
+			return fmt.Errorf("latency %s: fixed, min, max, mean and fixed + max(min, max) must each be at most %s", name, maxLatency)
 		}
+	}
+	if len(f.Inject) > MaxInjections {
+		return fmt.Errorf("inject: %d injections, at most %d", len(f.Inject), MaxInjections)
 	}
 	for i, in := range f.Inject {
 		if in.Route != "*" && routeIndex(in.Route) < 0 {
@@ -154,8 +172,13 @@ func (f *Faults) Validate() error {
 		if in.Status != 0 && (in.Status < 400 || in.Status > 599) {
 			return fmt.Errorf("inject %d: status %d is not an error status (400..599)", i, in.Status)
 		}
-		if in.RetryAfter < 0 {
-			return fmt.Errorf("inject %d: negative retry_after", i)
+		if in.RetryAfter < 0 || in.RetryAfter > maxRetryAfter {
+			return fmt.Errorf("inject %d: retry_after %d not in [0, %d] seconds", i, in.RetryAfter, maxRetryAfter)
+		}
+		if in.RateLimits != "" {
+			if err := checkRateLimits(in.RateLimits); err != nil {
+				return fmt.Errorf("inject %d: rate_limits: %w", i, err)
+			}
 		}
 	}
 	if o := f.Outage; o != nil {
@@ -240,7 +263,7 @@ func (s *Server) latency(l Latency) time.Duration {
 		s.faultMu.Unlock()
 		d += min(time.Duration(e*float64(l.Mean)), maxLatency)
 	}
-	return d
+	return min(d, maxLatency)
 }
 
 // applyFaults injects the configured failures. It returns true when it has
@@ -355,6 +378,11 @@ func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *coun
 			return
 		}
 		defer release()
+		if len(body) > MaxControlBytes {
+			s.writeError(w, c, newError(http.StatusRequestEntityTooLarge, "too_large_control", "faults JSON too large",
+				fmt.Sprintf("%d bytes > limit %d", len(body), MaxControlBytes)))
+			return
+		}
 		var f Faults
 		dec := json.NewDecoder(strings.NewReader(string(body)))
 		dec.DisallowUnknownFields()
@@ -370,4 +398,29 @@ func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *coun
 	default:
 		s.writeError(w, c, methodNotAllowed(req))
 	}
+}
+
+// checkRateLimits checks an X-Sentry-Rate-Limits value for an injection:
+// comma-separated quotas "retry_after:categories:scope[:reason_code[:namespaces]]"
+// (Relay's parse_rate_limits, relay-server/src/utils/rate_limits.rs), each
+// retry_after a number of seconds in [0, maxRetryAfter], the whole at most
+// maxRateLimitsLen bytes. Relay skips a quota whose retry_after does not
+// parse; here that is an error, as it is surely a typo.
+func checkRateLimits(v string) error {
+	if len(v) > maxRateLimitsLen {
+		return fmt.Errorf("%d bytes, at most %d", len(v), maxRateLimitsLen)
+	}
+	for i, q := range strings.Split(v, ",") {
+		q = strings.TrimSpace(q)
+		ra, _, _ := strings.Cut(q, ":")
+		if ra == "" && q == "" {
+			continue // an empty list element
+		}
+		// Relay reads retry_after as a float and rounds it up.
+		secs, err := strconv.ParseFloat(ra, 64)
+		if err != nil || !(secs >= 0 && secs <= maxRetryAfter) {
+			return fmt.Errorf("quota %d: retry_after %q is not a number of seconds in [0, %d]", i, clipReason(ra), maxRetryAfter)
+		}
+	}
+	return nil
 }

@@ -1,11 +1,8 @@
 package upstream
 
 import (
-	"encoding/json"
-	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -56,97 +53,6 @@ func clipReason(r string) string {
 	return r[:i]
 }
 
-// bucket is the part of a metric bucket the fake reads.
-type bucket struct {
-	Name  string            `json:"name"`
-	Type  string            `json:"type"`
-	Value json.RawMessage   `json:"value"`
-	Tags  map[string]string `json:"tags"`
-}
-
-const outcomePrefix, outcomeSuffix = "c:outcomes/", "@none"
-
-// addBuckets counts outcome buckets (c:outcomes/<name>@none) and other
-// metric buckets. It returns false if the payload is not a bucket list.
-func (s *Server) addBuckets(c *counters, buckets []bucket) {
-	for _, b := range buckets {
-		name, ok := strings.CutPrefix(b.Name, outcomePrefix)
-		if ok {
-			name, ok = strings.CutSuffix(name, outcomeSuffix)
-		}
-		if !ok {
-			c.metricBuckets.Add(1)
-			continue
-		}
-		var v float64
-		if err := json.Unmarshal(b.Value, &v); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			c.errors.add("bad_outcome_bucket", 1)
-			continue
-		}
-		cat := b.Tags["category"]
-		if id, err := strconv.ParseInt(cat, 10, 64); err == nil {
-			cat = categoryName(id)
-		} else {
-			cat = "unknown:" + clipReason(cat)
-		}
-		c.outcomes.add(clipReason(name), cat, clipReason(b.Tags["reason"]), int64(v))
-	}
-}
-
-// bucketOutcomes reads a metric_buckets item payload (a JSON bucket list).
-func (s *Server) bucketOutcomes(c *counters, payload []byte, src int) {
-	var buckets []bucket
-	if err := json.Unmarshal(payload, &buckets); err != nil {
-		c.errors.add("bad_metric_buckets", 1)
-		return
-	}
-	c.outcomeMsgs[src].Add(1)
-	s.addBuckets(c, buckets)
-}
-
-type clientReportEntry struct {
-	Reason   string `json:"reason"`
-	Category string `json:"category"`
-	Quantity int64  `json:"quantity"`
-}
-
-type clientReport struct {
-	Discarded        []clientReportEntry `json:"discarded_events"`
-	RateLimited      []clientReportEntry `json:"rate_limited_events"`
-	Filtered         []clientReportEntry `json:"filtered_events"`
-	FilteredSampling []clientReportEntry `json:"filtered_sampling_events"`
-}
-
-// clientReportOutcomes reads a client_report item (docs/protocol.md, Outcomes).
-func (s *Server) clientReportOutcomes(c *counters, payload []byte) {
-	var r clientReport
-	if err := json.Unmarshal(payload, &r); err != nil {
-		c.errors.add("bad_client_report", 1)
-		return
-	}
-	c.outcomeMsgs[srcClientReport].Add(1)
-	for _, g := range []struct {
-		outcome string
-		rows    []clientReportEntry
-	}{
-		{"client_discard", r.Discarded},
-		{"rate_limited", r.RateLimited},
-		{"filtered", r.Filtered},
-		{"filtered", r.FilteredSampling},
-	} {
-		for _, e := range g.rows {
-			c.outcomes.add(g.outcome, clipReason(e.Category), clipReason(e.Reason), e.Quantity)
-		}
-	}
-}
-
-type legacyOutcome struct {
-	Outcome  int64   `json:"outcome"`
-	Category *int64  `json:"category"`
-	Quantity *int64  `json:"quantity"`
-	Reason   *string `json:"reason"`
-}
-
 // handleLegacyOutcomes serves POST /api/0/relays/outcomes/ (Relay ≤ 26.5).
 func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, c *counters) {
 	body, release, _, ok := s.signedQuery(w, req, c)
@@ -154,29 +60,13 @@ func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, 
 		return
 	}
 	defer release()
-	var q struct {
-		Outcomes []legacyOutcome `json:"outcomes"`
-	}
-	if e := decodeJSON(body, &q, "outcomes batch"); e != nil {
+	var b outcomeBatch
+	if e := readLegacyBatch(body, &b); e != nil {
 		s.writeError(w, c, e)
 		return
 	}
-	c.outcomeMsgs[srcLegacy].Add(1)
-	for _, o := range q.Outcomes {
-		cat := "default"
-		if o.Category != nil {
-			cat = categoryName(*o.Category)
-		}
-		qty := int64(1)
-		if o.Quantity != nil {
-			qty = *o.Quantity
-		}
-		reason := ""
-		if o.Reason != nil {
-			reason = clipReason(*o.Reason)
-		}
-		c.outcomes.add(outcomeName(o.Outcome), cat, reason, qty)
-	}
+	b.messages[srcLegacy] = 1
+	b.count(c)
 	writeRawJSON(w, http.StatusOK, emptyObject)
 }
 
@@ -188,16 +78,12 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request, c *coun
 		return
 	}
 	defer release()
-	var q struct {
-		Buckets map[string][]bucket `json:"buckets"`
-	}
-	if e := decodeJSON(body, &q, "metrics batch"); e != nil {
+	var b outcomeBatch
+	if e := readMetricsBatch(body, &b); e != nil {
 		s.writeError(w, c, e)
 		return
 	}
-	c.outcomeMsgs[srcMetricsEndpoint].Add(1)
-	for _, bs := range q.Buckets {
-		s.addBuckets(c, bs)
-	}
+	b.messages[srcMetricsEndpoint] = 1
+	b.count(c)
 	writeRawJSON(w, http.StatusOK, emptyObject)
 }

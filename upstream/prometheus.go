@@ -63,6 +63,7 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 		p.sample("outcomes_records_total", [][2]string{{"outcome", r.Outcome}, {"category", r.Category}, {"reason", r.Reason}}, float64(r.Count))
 	}
 	p.labelled("outcome_messages_total", "Outcome carriers by source.", "source", st.Outcomes.Messages)
+	p.counter("outcomes_folded_total", "Outcome records folded into a reason \"other\" row because the outcome table was full.", st.Outcomes.Folded)
 
 	p.counter("canary_items_scanned_total", "Items scanned for PII canaries.", st.Canaries.ItemsScanned)
 	p.labelled("canary_leaks_total", "PII canaries that survived scrubbing, by kind.", "kind", st.Canaries.Leaks)

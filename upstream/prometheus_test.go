@@ -34,6 +34,7 @@ func richStats() Stats {
 				{Outcome: "rate_limited", Category: "transaction", Reason: "", Quantity: 5, Count: 2},
 			},
 			Messages: map[string]int64{"metric_buckets": 26, "client_report": 27},
+			Folded:   41,
 		},
 		Canaries: Canaries{ItemsScanned: 28, Leaks: map[string]int64{"password": 29}, KeptFound: map[string]int64{"kept": 30},
 			Found: map[string]int64{"password": 31, "kept": 30}, ScrubbedItems: 32},
@@ -192,6 +193,7 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/config_requests/pending": "config_keys_pending_total", "/config_requests/unchanged": "config_keys_unchanged_total",
 		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/metric_buckets": "metric_buckets_total",
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
+		"/outcomes/folded": "outcomes_folded_total",
 	}
 	labelled := map[string][2]string{ // JSON map → metric, label
 		"/registrations/failures": {"registration_failures_total", "reason"}, "/envelopes_by_sender": {"envelopes_by_sender_total", "sender"},

@@ -533,12 +533,15 @@ func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, 
 	return decoded, nil
 }
 
+// parseEncoding reads Content-Encoding from every header line it is on
+// (compression.ParseContentEncoding): an unknown coding, or two codings
+// stacked on one line or on two, is 415.
 func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
-	v := req.Header.Get("Content-Encoding")
-	if v == "" {
+	lines := req.Header.Values("Content-Encoding")
+	if len(lines) == 0 {
 		return compression.Identity, nil
 	}
-	enc, err := compression.ParseEncoding(v)
+	enc, err := compression.ParseContentEncoding(lines)
 	if err != nil {
 		return "", newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
 	}
@@ -749,6 +752,21 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 		out[i] = ProjectDSN{Project: p, DSN: dsn}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// maxQueryBytes bounds the decoded body of a project-config or public-key
+// query: Relay's largest (500 keys with their revisions) is under 100 KB,
+// and decoding a list of millions of tiny keys at once would cost many
+// times the body in memory.
+const maxQueryBytes = 1 << 20
+
+// decodeQuery decodes a project-config or public-key query body into v.
+func decodeQuery(body []byte, v any, what string) *httpError {
+	if len(body) > maxQueryBytes {
+		return newError(http.StatusRequestEntityTooLarge, "too_large_query", what+" too large",
+			fmt.Sprintf("%d bytes > limit %d", len(body), maxQueryBytes))
+	}
+	return decodeJSON(body, v, what)
 }
 
 // decodeJSON decodes a JSON request body into v.

@@ -15,8 +15,10 @@ import (
 //
 // Order of checks: method, size, encoding, relay authentication (when
 // X-Sentry-Relay-Id is present; SDK requests carry none), project, decoding,
-// framing, project key. Then everything is counted and the answer is
-// {"id": "<event id>"} (or {} without an event id).
+// framing (at most MaxEnvelopeItems items), project key, Relay's per-type
+// item limits (limits.go), the outcome carriers (client_report and
+// metric_buckets items, read in full). Then everything is counted and the
+// answer is {"id": "<event id>"} (or {} without an event id).
 func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *counters, projectID string) {
 	if req.Method != http.MethodPost {
 		s.writeError(w, c, methodNotAllowed(req))
@@ -47,8 +49,8 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 	}
 	defer s.releaseBody(bp)
 	sum := s.getSummary()
-	defer s.sums.Put(sum)
-	if err := envelope.Scan(decoded, sum); err != nil {
+	defer s.putSummary(sum)
+	if err := envelope.ScanLimit(decoded, sum, MaxEnvelopeItems); err != nil {
 		s.writeError(w, c, envelopeError(err))
 		return
 	}
@@ -66,7 +68,19 @@ func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *cou
 			"project id "+projectID))
 		return
 	}
+	if e := checkEnvelopeLimits(sum); e != nil {
+		s.writeError(w, c, e)
+		return
+	}
+	outcomes, e := readEnvelopeOutcomes(decoded, sum)
+	if e != nil {
+		s.writeError(w, c, e)
+		return
+	}
 	s.count(c, pidx, fromRelay, decoded, sum)
+	if outcomes != nil {
+		outcomes.count(c)
+	}
 	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
 		// {"id":"<32 hex>"} written in pieces: no per-request buffer.
 		h := w.Header()
@@ -103,9 +117,30 @@ func (s *Server) getSummary() *envelope.Summary {
 	return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)}
 }
 
+// maxPooledSummaryItems is the largest item list a pooled summary keeps: a
+// summary grown by a rare envelope of many items is left to the collector
+// instead of pinning its list (72 bytes an item) in the pool.
+const maxPooledSummaryItems = 64
+
+// putSummary returns sum to the pool, cleared: its slices alias the decoded
+// body, and a pooled summary holding them would keep that buffer (up to the
+// decoded cap, too large for the buffer pool) alive.
+func (s *Server) putSummary(sum *envelope.Summary) {
+	if cap(sum.Items) > maxPooledSummaryItems {
+		return
+	}
+	clear(sum.Items[:cap(sum.Items)])
+	*sum = envelope.Summary{Items: sum.Items[:0]}
+	s.sums.Put(sum)
+}
+
 // envelopeError names the framing rule an envelope broke.
 func envelopeError(err error) *httpError {
 	var pe *envelope.ParseError
+	if errors.As(err, &pe) && pe.Rule == envelope.RuleTooManyItems {
+		return newError(http.StatusRequestEntityTooLarge, "envelope_too_many_items",
+			"envelope exceeded size limits: more than "+strconv.Itoa(MaxEnvelopeItems)+" items", err.Error())
+	}
 	if errors.As(err, &pe) {
 		reason := "malformed_envelope:" + strings.ReplaceAll(string(pe.Rule), " ", "_")
 		return newError(http.StatusBadRequest, reason, "invalid envelope", err.Error())
@@ -113,7 +148,8 @@ func envelopeError(err error) *httpError {
 	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
 }
 
-// count records one accepted envelope.
+// count records one accepted envelope (its outcomes are counted from the
+// batch readEnvelopeOutcomes read).
 func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary) {
 	c.envelopes.Add(1)
 	if fromRelay {
@@ -128,22 +164,18 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 		it := &sum.Items[i]
 		ti := itemTypeIndex(it.Type)
 		c.items[ti].Add(1)
-		n := int64(it.ItemCount)
-		if n <= 0 {
-			n = 1
+		if n := int64(it.ItemCount); n > 1 {
+			// item_count reaches 2³²−1 per item: saturate, never wrap.
+			addSaturatingAtomic(&c.records[ti], n)
+		} else {
+			c.records[ti].Add(1)
 		}
-		c.records[ti].Add(n)
-		payload := decoded[it.PayloadStart:it.PayloadEnd]
 		if !metaItem(ti) {
 			data = true
 		}
 		switch ti {
 		case 0, 1, 5, 6: // event, transaction, log, span
-			s.scanCanaries(c, payload)
-		case 11: // client_report
-			s.clientReportOutcomes(c, payload)
-		case 12: // metric_buckets
-			s.bucketOutcomes(c, payload, srcMetricBuckets)
+			s.scanCanaries(c, decoded[it.PayloadStart:it.PayloadEnd])
 		}
 	}
 	if data {

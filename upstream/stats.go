@@ -26,6 +26,12 @@ var itemTypes = [...]string{
 
 const otherItemType = len(itemTypes) - 1
 
+// Slots of the item types the sink reads beyond counting them.
+const (
+	itemClientReport  = 11
+	itemMetricBuckets = 12
+)
+
 // itemTypeIndex maps an item type to its slot without allocating (the
 // compiler turns switch string(b) into a comparison on the bytes).
 func itemTypeIndex(b []byte) int {
@@ -129,9 +135,17 @@ func encodingIndex(e compression.Encoding) int {
 	return 0
 }
 
-// maxOutcomeRows bounds the distinct (outcome, category, reason) rows kept;
-// reasons come from the wire. Further rows are folded into reason "other".
+// maxOutcomeRows bounds the distinct (outcome, category, reason) rows kept
+// as sent: every part comes from the wire (an SDK's client report names any
+// category it likes, a metric bucket any outcome, a legacy batch any id).
+// A record for a new row once the table holds that many is folded into a
+// row of reason "other" whose outcome and category are kept if they are
+// names the fake knows (outcomeNames, categoryNames) and are "other"
+// otherwise, so at most maxFoldRows more rows exist, whatever clients send.
 const maxOutcomeRows = 2000
+
+// maxFoldRows is how many "other" rows folding can add.
+const maxFoldRows = (len(outcomeNames) + 1) * (len(categoryNames) + 1)
 
 // maxErrorReasons bounds the distinct error reasons.
 const maxErrorReasons = 500
@@ -250,33 +264,89 @@ func (r *reasonCounter) snapshot() map[string]int64 {
 
 type outcomeKey struct{ outcome, category, reason string }
 
+// outcomeTable sums outcome records by (outcome, category, reason), bounded
+// (maxOutcomeRows + maxFoldRows rows). Sums saturate at math.MaxInt64. The
+// counters hold one; so does each request's outcomeBatch, merged into the
+// counters' once the request has been read in full.
 type outcomeTable struct {
-	mu   sync.Mutex
-	rows map[outcomeKey]*outcomeRow
+	mu     sync.Mutex
+	rows   map[outcomeKey]*outcomeRow
+	asSent int   // rows created for a key as sent (≤ maxOutcomeRows)
+	folded int64 // records folded into an "other" row
 }
 
-type outcomeRow struct{ quantity, count int64 }
+type outcomeRow struct {
+	quantity, count int64
+	fold            bool // created by folding
+}
 
 func (t *outcomeTable) add(outcome, category, reason string, quantity int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.addLocked(outcomeKey{outcome, category, reason}, quantity, 1, false)
+}
+
+// merge adds o's rows (o must no longer change).
+func (t *outcomeTable) merge(o *outcomeTable) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, r := range o.rows {
+		t.addLocked(k, r.quantity, r.count, r.fold)
+	}
+	t.folded = addSaturating(t.folded, o.folded)
+}
+
+// addLocked adds count records of the given total quantity to row k; fold
+// marks a row that is already the fold of others.
+func (t *outcomeTable) addLocked(k outcomeKey, quantity, count int64, fold bool) {
 	if t.rows == nil {
 		t.rows = map[outcomeKey]*outcomeRow{}
 	}
-	k := outcomeKey{outcome, category, reason}
 	r := t.rows[k]
 	if r == nil {
-		if len(t.rows) >= maxOutcomeRows {
-			k.reason = "other"
+		switch {
+		case fold:
+		case t.asSent < maxOutcomeRows:
+			t.asSent++
+		default:
+			k, fold = foldKey(k), true
+			t.folded = addSaturating(t.folded, count)
 			r = t.rows[k]
 		}
 		if r == nil {
-			r = &outcomeRow{}
+			r = &outcomeRow{fold: fold}
 			t.rows[k] = r
 		}
 	}
-	r.quantity += quantity
-	r.count++
+	r.quantity = addSaturating(r.quantity, quantity)
+	r.count = addSaturating(r.count, count)
+}
+
+// foldKey is the "other" row a key that found the table full goes to.
+func foldKey(k outcomeKey) outcomeKey {
+	out := outcomeKey{outcome: "other", category: "other", reason: "other"}
+	for _, n := range outcomeNames {
+		if k.outcome == n {
+			out.outcome = n
+		}
+	}
+	for _, n := range categoryNames {
+		if k.category == n {
+			out.category = n
+		}
+	}
+	return out
+}
+
+// addSaturatingAtomic adds d ≥ 0 to a, stopping at math.MaxInt64 instead of
+// wrapping; for counters a client can drive by large steps (item_count).
+func addSaturatingAtomic(a *atomic.Int64, d int64) {
+	for {
+		old := a.Load()
+		if a.CompareAndSwap(old, addSaturating(old, d)) {
+			return
+		}
+	}
 }
 
 // Stats is a snapshot of everything the fake upstream counted since start or
@@ -363,6 +433,11 @@ type Outcomes struct {
 	Rows       []OutcomeRow     `json:"rows"`
 	// Messages counts the carriers outcomes arrived in, by source.
 	Messages map[string]int64 `json:"messages"`
+	// Folded counts the outcome records that arrived once the table held
+	// its maximum of rows as sent (2000) and went to a row of reason
+	// "other" instead (unknown outcome and category names become "other"
+	// too): their quantities are in the rows, their own labels are not.
+	Folded int64 `json:"folded"`
 }
 
 // OutcomeRow is one (outcome, category, reason) combination.
@@ -547,10 +622,11 @@ func (c *counters) outcomeStats() Outcomes {
 	c.outcomes.mu.Lock()
 	for k, r := range c.outcomes.rows {
 		out.Rows = append(out.Rows, OutcomeRow{Outcome: k.outcome, Category: k.category, Reason: k.reason, Quantity: r.quantity, Count: r.count})
-		out.ByOutcome[k.outcome] += r.quantity
-		out.ByCategory[k.category] += r.quantity
-		out.ByReason[k.reason] += r.quantity
+		out.ByOutcome[k.outcome] = addSaturating(out.ByOutcome[k.outcome], r.quantity)
+		out.ByCategory[k.category] = addSaturating(out.ByCategory[k.category], r.quantity)
+		out.ByReason[k.reason] = addSaturating(out.ByReason[k.reason], r.quantity)
 	}
+	out.Folded = c.outcomes.folded
 	c.outcomes.mu.Unlock()
 	sort.Slice(out.Rows, func(a, b int) bool {
 		x, y := out.Rows[a], out.Rows[b]

@@ -91,6 +91,9 @@ var (
 	// ErrUnknownEncoding is returned (wrapped) by ParseEncoding, Decode and
 	// Encode for a coding this package does not implement.
 	ErrUnknownEncoding = errors.New("compression: unsupported content encoding")
+	// ErrStackedEncodings is returned (wrapped) by ParseContentEncoding for
+	// a body with more than one coding applied.
+	ErrStackedEncodings = errors.New("compression: more than one content coding")
 )
 
 // Encodings returns all five codings in a fixed order.
@@ -124,3 +127,40 @@ func ParseEncoding(s string) (Encoding, error) {
 
 // String returns the HTTP token.
 func (e Encoding) String() string { return string(e) }
+
+// ParseContentEncoding reads the Content-Encoding of a request from all its
+// header lines (http.Header.Values) as the one list RFC 9110 §5.3 and §8.4
+// define: the lines joined with commas, elements separated by commas and
+// optional whitespace, empty elements ignored. The codings are listed in the
+// order they were applied, so a body is decoded by undoing them in reverse.
+// This package decodes one coding, so the list may hold one real coding;
+// identity (and what ParseEncoding maps to it) is a no-op wherever it
+// stands. No element: Identity. An unknown element is ErrUnknownEncoding,
+// two or more real codings (gzip, br — on one line or on two) are
+// ErrStackedEncodings: refused alike, whatever the number of lines, so
+// that no coding a client names is ignored.
+//
+// Relay (tower-http's RequestDecompression) reads only the first header
+// line and refuses a list on it; Relay itself never sends more than one
+// coding.
+func ParseContentEncoding(lines []string) (Encoding, error) {
+	enc := Identity
+	for _, line := range lines {
+		for line != "" {
+			var elem string
+			elem, line, _ = strings.Cut(line, ",")
+			e, err := ParseEncoding(elem)
+			if err != nil {
+				return "", err
+			}
+			if e == Identity {
+				continue
+			}
+			if enc != Identity {
+				return "", fmt.Errorf("%w: %s then %s (decoding stacked codings is not supported)", ErrStackedEncodings, enc, e)
+			}
+			enc = e
+		}
+	}
+	return enc, nil
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/andybalholm/brotli"
@@ -148,6 +149,44 @@ func FuzzParseEncoding(f *testing.F) {
 		}
 		if again, err := ParseEncoding(string(e)); err != nil || again != e {
 			t.Fatalf("ParseEncoding(%q) = %q, but its token parses to %q, %v", s, e, again, err)
+		}
+	})
+}
+
+// FuzzParseContentEncoding: the answer depends on the list, not on how it
+// is split into header lines; one element alone is what ParseEncoding says.
+func FuzzParseContentEncoding(f *testing.F) {
+	for _, s := range []string{"gzip", "gzip,zstd", " , br ,", "identity, gzip", "gzip, identity", "x-gzip,,", "compress, gzip", "UTF-8,deflate", ""} {
+		f.Add(s, uint8(0))
+		f.Add(s, uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, list string, cut uint8) {
+		whole, werr := ParseContentEncoding([]string{list})
+		// The same list over two lines, split at a comma.
+		if i := strings.IndexByte(list, ','); i >= 0 && int(cut)%2 == 1 {
+			split, serr := ParseContentEncoding([]string{list[:i], list[i+1:]})
+			if split != whole || (serr == nil) != (werr == nil) {
+				t.Fatalf("%q on one line = %q, %v; split at its first comma = %q, %v", list, whole, werr, split, serr)
+			}
+		}
+		if werr != nil {
+			if !errors.Is(werr, ErrUnknownEncoding) && !errors.Is(werr, ErrStackedEncodings) {
+				t.Fatalf("%q: error wraps neither ErrUnknownEncoding nor ErrStackedEncodings: %v", list, werr)
+			}
+			return
+		}
+		if !slices.Contains(Encodings(), whole) {
+			t.Fatalf("%q = %q, not one of Encodings()", list, whole)
+		}
+		if !strings.Contains(list, ",") {
+			if one, err := ParseEncoding(list); err != nil || one != whole {
+				t.Fatalf("%q: ParseContentEncoding %q, ParseEncoding %q, %v", list, whole, one, err)
+			}
+		}
+		// Adding the same coding again stacks it (identity excepted).
+		again, err := ParseContentEncoding([]string{list, string(whole)})
+		if whole == Identity && (err != nil || again != Identity) || whole != Identity && !errors.Is(err, ErrStackedEncodings) {
+			t.Fatalf("%q then %q = %q, %v", list, whole, again, err)
 		}
 	})
 }

@@ -79,6 +79,44 @@ func TestParseEncoding(t *testing.T) {
 	}
 }
 
+func TestParseContentEncoding(t *testing.T) {
+	tests := []struct {
+		lines []string
+		want  Encoding
+		err   error
+	}{
+		{nil, Identity, nil},
+		{[]string{""}, Identity, nil},
+		{[]string{"gzip"}, Gzip, nil},
+		{[]string{" , Gzip ,"}, Gzip, nil},
+		{[]string{"identity", "zstd"}, Zstd, nil},
+		{[]string{"br", ""}, Brotli, nil},
+		{[]string{"UTF-8, deflate"}, Deflate, nil},
+		{[]string{"gzip, zstd"}, "", ErrStackedEncodings},
+		{[]string{"gzip", "zstd"}, "", ErrStackedEncodings},
+		{[]string{"zstd", "identity", "gzip"}, "", ErrStackedEncodings},
+		{[]string{"gzip", "gzip"}, "", ErrStackedEncodings},
+		{[]string{"gzip", "compress"}, "", ErrUnknownEncoding},
+		{[]string{"gzip;q=1"}, "", ErrUnknownEncoding},
+	}
+	for _, tt := range tests {
+		got, err := ParseContentEncoding(tt.lines)
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) {
+				t.Errorf("ParseContentEncoding(%q) = %q, %v; want %v", tt.lines, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseContentEncoding(%q) = %q, %v; want %q", tt.lines, got, err, tt.want)
+		}
+	}
+	lines := []string{"zstd"}
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseContentEncoding(lines) }); n != 0 {
+		t.Errorf("ParseContentEncoding allocates %v times", n)
+	}
+}
+
 func TestRoundTrip(t *testing.T) {
 	enc := NewEncoder()
 	dec := NewDecoder(4 << 20)

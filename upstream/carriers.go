@@ -1,0 +1,347 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/relayload/relayload/envelope"
+)
+
+// Outcome carriers (docs/protocol.md, Outcomes): client_report and
+// metric_buckets items in envelopes, legacy batches and the metrics
+// endpoint. A request's carriers are read element by element with a
+// streaming JSON reader into an outcomeBatch of its own, which sums them
+// with the bounds of the counters' table; only a request read in full is
+// merged into the counters, so a carrier that is invalid, or has a quantity
+// that is not a count, is refused whole with 400 and leaves no partial
+// counts. Reading element by element keeps a carrier's cost to the memory
+// of its largest element and of the batch's bounded table, whatever its
+// length: json.Unmarshal of a 15 MiB bucket list held 254 MB.
+
+// outcomeRecord is one outcome as a carrier states it.
+type outcomeRecord struct {
+	outcome, category, reason string
+	quantity                  int64
+}
+
+// outcomeSink receives what a carrier holds.
+type outcomeSink interface {
+	record(outcomeRecord)
+	otherBucket() // a metric bucket that is not an outcome
+}
+
+// outcomeBatch is what one request's carriers hold, summed.
+type outcomeBatch struct {
+	table        outcomeTable
+	messages     [len(outcomeSourceNames)]int64 // carriers by source
+	otherBuckets int64
+}
+
+func (b *outcomeBatch) record(r outcomeRecord) {
+	b.table.add(r.outcome, r.category, r.reason, r.quantity)
+}
+
+func (b *outcomeBatch) otherBucket() { b.otherBuckets++ }
+
+// count adds the batch to c.
+func (b *outcomeBatch) count(c *counters) {
+	for i, n := range b.messages {
+		if n != 0 {
+			c.outcomeMsgs[i].Add(n)
+		}
+	}
+	if b.otherBuckets != 0 {
+		c.metricBuckets.Add(b.otherBuckets)
+	}
+	c.outcomes.merge(&b.table)
+}
+
+// jsonWalker reads one JSON document token by token.
+type jsonWalker struct{ dec *json.Decoder }
+
+func newJSONWalker(b []byte) jsonWalker { return jsonWalker{json.NewDecoder(bytes.NewReader(b))} }
+
+// open reads the next token, which must be want or null; it reports
+// whether it was want (null is an empty object or array, as for
+// json.Unmarshal).
+func (w jsonWalker) open(want json.Delim) (bool, error) {
+	t, err := w.dec.Token()
+	if err != nil {
+		return false, err
+	}
+	if t == nil {
+		return false, nil
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return false, fmt.Errorf("want %s, found %v", string(want), t)
+	}
+	return true, nil
+}
+
+// object calls field with each key of the object (or null) that comes
+// next; field must read the value.
+func (w jsonWalker) object(field func(key string) error) error {
+	if ok, err := w.open('{'); !ok {
+		return err
+	}
+	for w.dec.More() {
+		t, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		if err := field(t.(string)); err != nil { // keys are strings
+			return err
+		}
+	}
+	_, err := w.dec.Token() // '}'
+	return err
+}
+
+// array calls elem for each element of the array (or null) that comes
+// next; elem must read the element.
+func (w jsonWalker) array(elem func(i int) error) error {
+	if ok, err := w.open('['); !ok {
+		return err
+	}
+	for i := 0; w.dec.More(); i++ {
+		if err := elem(i); err != nil {
+			return err
+		}
+	}
+	_, err := w.dec.Token() // ']'
+	return err
+}
+
+// skip reads and drops the next value.
+func (w jsonWalker) skip() error {
+	var v json.RawMessage
+	return w.dec.Decode(&v)
+}
+
+// end checks that nothing but whitespace follows the document.
+func (w jsonWalker) end() error {
+	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("invalid character after top-level value")
+	}
+	return nil
+}
+
+// carrierError answers a carrier that cannot be read: a bad quantity, else
+// reason with detail.
+func carrierError(err error, reason, detail, where string) *httpError {
+	if errors.Is(err, errQuantity) {
+		return newError(http.StatusBadRequest, "bad_outcome_quantity", "invalid outcome quantity: a quantity is a whole number in 0..2^63-1",
+			where+": "+err.Error())
+	}
+	return newError(http.StatusBadRequest, reason, detail, where+": "+err.Error())
+}
+
+// bucket is the part of a metric bucket the fake reads.
+type bucket struct {
+	Name  string            `json:"name"`
+	Value json.RawMessage   `json:"value"`
+	Tags  map[string]string `json:"tags"`
+}
+
+const outcomePrefix, outcomeSuffix = "c:outcomes/", "@none"
+
+// bucketList reads a JSON list of buckets: outcome buckets
+// (c:outcomes/<name>@none, whose value must be a quantity) go to sink as
+// records, the others are only counted.
+func (w jsonWalker) bucketList(sink outcomeSink) error {
+	var bk bucket
+	return w.array(func(i int) error {
+		bk = bucket{Value: bk.Value[:0]}
+		if err := w.dec.Decode(&bk); err != nil {
+			return fmt.Errorf("bucket %d: %w", i, err)
+		}
+		name, ok := strings.CutPrefix(bk.Name, outcomePrefix)
+		if ok {
+			name, ok = strings.CutSuffix(name, outcomeSuffix)
+		}
+		if !ok {
+			sink.otherBucket()
+			return nil
+		}
+		q, err := parseQuantity(bk.Value)
+		if err != nil {
+			return fmt.Errorf("bucket %d: %w", i, err)
+		}
+		cat := bk.Tags["category"]
+		if id, err := strconv.ParseInt(cat, 10, 64); err == nil {
+			cat = categoryName(id)
+		} else {
+			cat = "unknown:" + clipReason(cat)
+		}
+		sink.record(outcomeRecord{clipReason(name), cat, clipReason(bk.Tags["reason"]), q})
+		return nil
+	})
+}
+
+// readMetricBucketsItem reads a metric_buckets item payload (a JSON bucket
+// list).
+func readMetricBucketsItem(payload []byte, sink outcomeSink, where string) *httpError {
+	w := newJSONWalker(payload)
+	err := w.bucketList(sink)
+	if err == nil {
+		err = w.end()
+	}
+	if err != nil {
+		return carrierError(err, "bad_metric_buckets", "invalid metric_buckets item", where)
+	}
+	return nil
+}
+
+type clientReportEntry struct {
+	Reason   string   `json:"reason"`
+	Category string   `json:"category"`
+	Quantity quantity `json:"quantity"`
+}
+
+// clientReportOutcome is the outcome of a client report's list key, "" for
+// other keys.
+func clientReportOutcome(key string) string {
+	switch key {
+	case "discarded_events":
+		return "client_discard"
+	case "rate_limited_events":
+		return "rate_limited"
+	case "filtered_events", "filtered_sampling_events":
+		return "filtered"
+	}
+	return ""
+}
+
+// readClientReportItem reads a client_report item (docs/protocol.md,
+// Outcomes).
+func readClientReportItem(payload []byte, sink outcomeSink, where string) *httpError {
+	w := newJSONWalker(payload)
+	err := w.object(func(key string) error {
+		outcome := clientReportOutcome(key)
+		if outcome == "" {
+			return w.skip()
+		}
+		var e clientReportEntry
+		return w.array(func(i int) error {
+			e = clientReportEntry{}
+			if err := w.dec.Decode(&e); err != nil {
+				return fmt.Errorf("%s %d: %w", key, i, err)
+			}
+			sink.record(outcomeRecord{outcome, clipReason(e.Category), clipReason(e.Reason), int64(e.Quantity)})
+			return nil
+		})
+	})
+	if err == nil {
+		err = w.end()
+	}
+	if err != nil {
+		return carrierError(err, "bad_client_report", "invalid client_report item", where)
+	}
+	return nil
+}
+
+// readEnvelopeOutcomes reads the client_report and metric_buckets items of
+// a scanned envelope. It returns nil when the envelope has none, so an
+// envelope of data costs one pass over its item types here and allocates
+// nothing.
+func readEnvelopeOutcomes(decoded []byte, sum *envelope.Summary) (*outcomeBatch, *httpError) {
+	var b *outcomeBatch
+	for i := range sum.Items {
+		it := &sum.Items[i]
+		ti := itemTypeIndex(it.Type)
+		if ti != itemClientReport && ti != itemMetricBuckets {
+			continue
+		}
+		if b == nil {
+			b = &outcomeBatch{}
+		}
+		payload := decoded[it.PayloadStart:it.PayloadEnd]
+		where := itemTypes[ti] + " item " + strconv.Itoa(i)
+		var e *httpError
+		if ti == itemClientReport {
+			e = readClientReportItem(payload, b, where)
+			b.messages[srcClientReport]++
+		} else {
+			e = readMetricBucketsItem(payload, b, where)
+			b.messages[srcMetricBuckets]++
+		}
+		if e != nil {
+			return nil, e
+		}
+	}
+	return b, nil
+}
+
+type legacyOutcome struct {
+	Outcome  int64     `json:"outcome"`
+	Category *int64    `json:"category"`
+	Quantity *quantity `json:"quantity"`
+	Reason   *string   `json:"reason"`
+}
+
+// readLegacyBatch reads a legacy outcome batch {"outcomes": [...]}.
+func readLegacyBatch(body []byte, sink outcomeSink) *httpError {
+	w := newJSONWalker(body)
+	err := w.object(func(key string) error {
+		if key != "outcomes" {
+			return w.skip()
+		}
+		var o legacyOutcome
+		return w.array(func(i int) error {
+			o = legacyOutcome{}
+			if err := w.dec.Decode(&o); err != nil {
+				return fmt.Errorf("outcome %d: %w", i, err)
+			}
+			cat := "default"
+			if o.Category != nil {
+				cat = categoryName(*o.Category)
+			}
+			qty := int64(1)
+			if o.Quantity != nil {
+				qty = int64(*o.Quantity)
+			}
+			reason := ""
+			if o.Reason != nil {
+				reason = clipReason(*o.Reason)
+			}
+			sink.record(outcomeRecord{outcomeName(o.Outcome), cat, reason, qty})
+			return nil
+		})
+	})
+	if err == nil {
+		err = w.end()
+	}
+	if err != nil {
+		return carrierError(err, "bad_json", "invalid JSON in outcomes batch", "outcomes batch")
+	}
+	return nil
+}
+
+// readMetricsBatch reads a metrics endpoint batch {"buckets": {key: [...]}}.
+func readMetricsBatch(body []byte, sink outcomeSink) *httpError {
+	w := newJSONWalker(body)
+	err := w.object(func(key string) error {
+		if key != "buckets" {
+			return w.skip()
+		}
+		return w.object(func(projectKey string) error {
+			if err := w.bucketList(sink); err != nil {
+				return fmt.Errorf("project key %s: %w", clipReason(projectKey), err)
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = w.end()
+	}
+	if err != nil {
+		return carrierError(err, "bad_json", "invalid JSON in metrics batch", "metrics batch")
+	}
+	return nil
+}

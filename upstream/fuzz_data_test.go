@@ -1,0 +1,413 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestParseQuantity(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"7", 7, true},
+		{"-0", 0, true},
+		{"3.0", 3, true},
+		{"2e3", 2000, true},
+		{"9223372036854775807", math.MaxInt64, true},
+		{"-1", 0, false},
+		{"-0.5", 0, false},
+		{"1.5", 0, false},
+		{"1e30", 0, false},
+		{"9223372036854775808", 0, false},
+		{"9.223372036854775807e18", 0, false}, // rounds to 2^63
+		{"-9223372036854775809", 0, false},
+		{`"3"`, 0, false},
+		{"true", 0, false},
+		{"[1]", 0, false},
+		{"", 0, false},
+		{"-", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseQuantity([]byte(tt.in))
+		if tt.ok != (err == nil) || got != tt.want {
+			t.Errorf("parseQuantity(%s) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if err != nil && !errors.Is(err, errQuantity) {
+			t.Errorf("parseQuantity(%s): error %v does not wrap errQuantity", tt.in, err)
+		}
+	}
+}
+
+// FuzzParseQuantity: an accepted quantity is the whole, non-negative
+// number the text denotes; JSON decoding through quantity agrees.
+func FuzzParseQuantity(f *testing.F) {
+	for _, s := range []string{"0", "1", "-1", "1.5", "3.0", "1e3", "9223372036854775807", "9223372036854775808", "-0", `"1"`, "null", "1e-400", "0x10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseQuantity([]byte(s))
+		if err != nil {
+			if !errors.Is(err, errQuantity) {
+				t.Fatalf("%q: error %v does not wrap errQuantity", s, err)
+			}
+		} else {
+			if n < 0 {
+				t.Fatalf("%q accepted as negative %d", s, n)
+			}
+			if v, perr := strconv.ParseFloat(strings.Trim(s, " \t\r\n"), 64); perr != nil || v != float64(n) {
+				t.Fatalf("%q accepted as %d, but it reads as the float %v (%v)", s, n, v, perr)
+			}
+		}
+		var doc struct {
+			Q quantity `json:"q"`
+		}
+		if jerr := json.Unmarshal([]byte(`{"q":`+s+`}`), &doc); jerr == nil && s != "null" && (err != nil || int64(doc.Q) != n) {
+			t.Fatalf("%q: JSON decoding gave %d, parseQuantity %d, %v", s, doc.Q, n, err)
+		}
+	})
+}
+
+// FuzzCheckRateLimits: an accepted rate_limits value is bounded in length
+// and every quota's retry_after in seconds.
+func FuzzCheckRateLimits(f *testing.F) {
+	for _, s := range []string{"60::organization", "60:error;transaction:project:quota, 30::key", "3601:error", "x:error", ",,", "1.5:error", "-1:error", "NaN:error"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if checkRateLimits(v) != nil {
+			return
+		}
+		if len(v) > maxRateLimitsLen {
+			t.Fatalf("accepted %d bytes", len(v))
+		}
+		for _, q := range strings.Split(v, ",") {
+			ra, _, _ := strings.Cut(strings.TrimSpace(q), ":")
+			if ra == "" && strings.TrimSpace(q) == "" {
+				continue
+			}
+			if secs, err := strconv.ParseFloat(ra, 64); err != nil || secs < 0 || secs > maxRetryAfter {
+				t.Fatalf("accepted %q with retry_after %q", v, ra)
+			}
+		}
+	})
+}
+
+// TestCountersSaturate: sums that would pass 2⁶³−1 stop there, also under
+// concurrent adds to one atomic counter.
+func TestCountersSaturate(t *testing.T) {
+	if got := addSaturating(math.MaxInt64-1, 5); got != math.MaxInt64 {
+		t.Errorf("addSaturating = %d", got)
+	}
+	if got := addSaturating(40, 2); got != 42 {
+		t.Errorf("addSaturating(40, 2) = %d", got)
+	}
+	var a atomic.Int64
+	const workers, per = 4, 1000
+	step := int64(math.MaxInt64 / (workers * per / 2)) // passes the maximum half-way
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				addSaturatingAtomic(&a, step)
+				if a.Load() < 0 {
+					t.Error("counter went negative")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if a.Load() != math.MaxInt64 {
+		t.Errorf("counter = %d, want %d", a.Load(), int64(math.MaxInt64))
+	}
+	var tab outcomeTable
+	tab.add("accepted", "error", "", math.MaxInt64)
+	tab.add("accepted", "error", "", math.MaxInt64)
+	if r := tab.rows[outcomeKey{"accepted", "error", ""}]; r.quantity != math.MaxInt64 || r.count != 2 {
+		t.Errorf("row = %+v", *r)
+	}
+}
+
+// recordingSink keeps what a carrier reader emits.
+type recordingSink struct {
+	recs  []outcomeRecord
+	other int
+}
+
+func (s *recordingSink) record(r outcomeRecord) { s.recs = append(s.recs, r) }
+func (s *recordingSink) otherBucket()           { s.other++ }
+
+// hasDuplicateKeys reports whether some object in the JSON document b
+// repeats a key (json.Unmarshal keeps the last, the streaming readers read
+// both), or b is not one JSON document.
+func hasDuplicateKeys(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		atKey  bool
+	}
+	var stack []frame
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return !errors.Is(err, io.EOF)
+		}
+		top := len(stack) - 1
+		if d, ok := t.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if top >= 0 && stack[top].object {
+					stack[top].atKey = true
+				}
+				stack = append(stack, frame{keys: map[string]bool{}, object: d == '{', atKey: true})
+			default:
+				stack = stack[:top]
+			}
+			continue
+		}
+		if top >= 0 && stack[top].object {
+			if stack[top].atKey {
+				k := t.(string)
+				if stack[top].keys[k] {
+					return true
+				}
+				stack[top].keys[k] = true
+			}
+			stack[top].atKey = !stack[top].atKey
+		}
+	}
+}
+
+// referenceRecords decodes a carrier with json.Unmarshal (what the readers
+// replaced) into the records it holds, in document order for lists. Kinds:
+// 0 metric_buckets item, 1 client_report item, 2 metrics batch, 3 legacy
+// batch.
+func referenceRecords(kind int, b []byte) ([]outcomeRecord, int, error) {
+	var recs []outcomeRecord
+	other := 0
+	buckets := func(bs []bucket) error {
+		for _, bk := range bs {
+			name, ok := strings.CutPrefix(bk.Name, outcomePrefix)
+			if ok {
+				name, ok = strings.CutSuffix(name, outcomeSuffix)
+			}
+			if !ok {
+				other++
+				continue
+			}
+			q, err := parseQuantity(bk.Value)
+			if err != nil {
+				return err
+			}
+			cat := bk.Tags["category"]
+			if id, err := strconv.ParseInt(cat, 10, 64); err == nil {
+				cat = categoryName(id)
+			} else {
+				cat = "unknown:" + clipReason(cat)
+			}
+			recs = append(recs, outcomeRecord{clipReason(name), cat, clipReason(bk.Tags["reason"]), q})
+		}
+		return nil
+	}
+	switch kind {
+	case 0:
+		var bs []bucket
+		if err := json.Unmarshal(b, &bs); err != nil {
+			return nil, 0, err
+		}
+		return recs, other, buckets(bs)
+	case 1:
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, 0, err
+		}
+		for _, key := range []string{"discarded_events", "rate_limited_events", "filtered_events", "filtered_sampling_events"} {
+			var es []clientReportEntry
+			if raw, ok := r[key]; ok {
+				if err := json.Unmarshal(raw, &es); err != nil {
+					return nil, 0, err
+				}
+			}
+			for _, e := range es {
+				recs = append(recs, outcomeRecord{clientReportOutcome(key), clipReason(e.Category), clipReason(e.Reason), int64(e.Quantity)})
+			}
+		}
+		return recs, 0, nil
+	case 3:
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil {
+			return nil, 0, err
+		}
+		var outs []legacyOutcome
+		if raw, ok := top["outcomes"]; ok {
+			if err := json.Unmarshal(raw, &outs); err != nil {
+				return nil, 0, err
+			}
+		}
+		for _, o := range outs {
+			r := outcomeRecord{outcomeName(o.Outcome), "default", "", 1}
+			if o.Category != nil {
+				r.category = categoryName(*o.Category)
+			}
+			if o.Quantity != nil {
+				r.quantity = int64(*o.Quantity)
+			}
+			if o.Reason != nil {
+				r.reason = clipReason(*o.Reason)
+			}
+			recs = append(recs, r)
+		}
+		return recs, 0, nil
+	default:
+		// Top-level keys are matched exactly, as Relay (serde) does, not
+		// case-insensitively as json.Unmarshal matches struct fields.
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil {
+			return nil, 0, err
+		}
+		var byKey map[string][]bucket
+		if raw, ok := top["buckets"]; ok {
+			if err := json.Unmarshal(raw, &byKey); err != nil {
+				return nil, 0, err
+			}
+		}
+		for _, bs := range byKey {
+			if err := buckets(bs); err != nil {
+				return nil, 0, err
+			}
+		}
+		return recs, other, nil
+	}
+}
+
+// FuzzOutcomeCarriers: a carrier reader refuses or accepts alike whatever
+// it reads into, its batch sums the records it emits, and, for documents
+// without repeated keys, it accepts what json.Unmarshal accepts and emits
+// the same records.
+func FuzzOutcomeCarriers(f *testing.F) {
+	f.Add(0, []byte(`[{"name":"c:outcomes/filtered@none","type":"c","value":2.0,"tags":{"category":"1","reason":"r"}},{"name":"d:x@ms","value":[1,2]}]`))
+	f.Add(1, []byte(`{"timestamp":1,"discarded_events":[{"reason":"q","category":"error","quantity":4}],"filtered_events":null}`))
+	f.Add(2, []byte(`{"buckets":{"k":[{"name":"c:outcomes/accepted@none","value":1,"tags":{}}]}}`))
+	f.Add(1, []byte(`{"rate_limited_events":[{"category":"error","quantity":-1}]}`))
+	f.Add(0, []byte(`null`))
+	f.Add(2, []byte(`{"buckets":{"a":[],"a":[]}}`))
+	f.Add(3, []byte(`{"outcomes":[{"outcome":2,"category":1,"reason":"r","quantity":7},{"outcome":3}]}`))
+	f.Fuzz(func(t *testing.T, kind int, b []byte) {
+		kind = (kind%4 + 4) % 4
+		read := func(sink outcomeSink) *httpError {
+			switch kind {
+			case 0:
+				return readMetricBucketsItem(b, sink, "fuzz")
+			case 1:
+				return readClientReportItem(b, sink, "fuzz")
+			case 3:
+				return readLegacyBatch(b, sink)
+			}
+			return readMetricsBatch(b, sink)
+		}
+		var got recordingSink
+		checked := read(&got)
+		var batch outcomeBatch
+		if e := read(&batch); (e == nil) != (checked == nil) {
+			t.Fatalf("into a batch %v, into a list %v", e, checked)
+		}
+		if checked == nil {
+			// The batch sums what the list holds.
+			var want outcomeTable
+			for _, r := range got.recs {
+				want.add(r.outcome, r.category, r.reason, r.quantity)
+			}
+			if fmt.Sprint(tableRows(&want)) != fmt.Sprint(tableRows(&batch.table)) || batch.otherBuckets != int64(got.other) {
+				t.Fatalf("batch %v (+%d other), records summed %v (+%d)", tableRows(&batch.table), batch.otherBuckets, tableRows(&want), got.other)
+			}
+		}
+		if checked != nil {
+			if checked.status != 400 || checked.body.Detail == "" {
+				t.Fatalf("refusal %+v", checked)
+			}
+		} else if !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
+		}
+		if hasDuplicateKeys(b) {
+			return
+		}
+		want, other, err := referenceRecords(kind, b)
+		if (err == nil) != (checked == nil) {
+			t.Fatalf("json.Unmarshal: %v; streaming reader: %v (%q)", err, checked, b)
+		}
+		if err != nil {
+			return
+		}
+		if kind == 2 { // map order: compare as sets
+			sortRecords(want)
+			sortRecords(got.recs)
+		}
+		if fmt.Sprint(want) != fmt.Sprint(got.recs) || other != got.other {
+			t.Fatalf("records\n got %v (+%d other)\nwant %v (+%d other)", got.recs, got.other, want, other)
+		}
+	})
+}
+
+func sortRecords(rs []outcomeRecord) {
+	sort.Slice(rs, func(i, j int) bool { return fmt.Sprint(rs[i]) < fmt.Sprint(rs[j]) })
+}
+
+// tableRows lists a table's rows sorted.
+func tableRows(t *outcomeTable) []string {
+	var out []string
+	for k, r := range t.rows {
+		out = append(out, fmt.Sprint(k, r.quantity, r.count, r.fold))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestOutcomeTableMergeFolds: a request's table folds past its own bound,
+// and merging folds what the counters' table has no room for; every
+// record's quantity arrives, and folded counts the records folded.
+func TestOutcomeTableMergeFolds(t *testing.T) {
+	var counters outcomeTable
+	for i := 0; i < maxOutcomeRows-10; i++ {
+		counters.add("accepted", "error", "r"+strconv.Itoa(i), 1)
+	}
+	var req outcomeTable
+	for i := 0; i < maxOutcomeRows+500; i++ {
+		req.add("filtered", "cat-"+strconv.Itoa(i), "x", 2)
+	}
+	if req.folded != 500 || len(req.rows) != maxOutcomeRows+1 {
+		t.Fatalf("request table: %d rows, folded %d", len(req.rows), req.folded)
+	}
+	counters.merge(&req)
+	var quantity int64
+	for _, r := range counters.rows {
+		quantity += r.quantity
+	}
+	if want := int64(maxOutcomeRows-10) + 2*int64(maxOutcomeRows+500); quantity != want {
+		t.Errorf("quantity %d, want %d", quantity, want)
+	}
+	if want := int64(500 + maxOutcomeRows - 10); counters.folded != want {
+		t.Errorf("folded %d, want %d (the request's 500 and all but 10 of its rows)", counters.folded, want)
+	}
+	if n := len(counters.rows); n != maxOutcomeRows+1 {
+		t.Errorf("%d rows, want %d as sent and one fold row", n, maxOutcomeRows+1)
+	}
+	if r := counters.rows[outcomeKey{"filtered", "other", "other"}]; r == nil || !r.fold || r.count != int64(500+maxOutcomeRows-10) {
+		t.Errorf("fold row %+v", r)
+	}
+}

@@ -1,0 +1,88 @@
+package upstream
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/relayload/relayload/envelope"
+)
+
+// Envelope limits. The decoded cap (Config.MaxDecodedBytes, 16 MiB, under
+// Relay's limits.max_envelope_size of 200 MiB) bounds an envelope's bytes;
+// these bound its items, so that the work and memory one envelope costs
+// follow from both (upstream/README.md, Limits).
+//
+// Relay enforces per-type counts and sizes in check_envelope_size_limits
+// (relay-server/src/utils/sizes.rs) with the defaults of relay-config's
+// Limits (relay-config/src/config.rs), answering 413 "envelope exceeded
+// size limits for type '…'". The counts mirrored here are those of
+// getsentry/relay's master: max_session_count (100; also in 26.4.0),
+// max_attachment_count (30), max_client_reports_count (100) and
+// max_standalone_span_count (25), and the size max_client_reports_size
+// (100 KiB; 26.4.0 had 4 KiB): client reports are the carrier an SDK can
+// fill with outcome rows. Relay caps the total item count only through
+// max_envelope_size; MaxEnvelopeItems is the fake's own bound, well above
+// the sum of Relay's per-type counts (about 260 items of known types).
+const (
+	// MaxEnvelopeItems bounds the items of one envelope (413 beyond).
+	MaxEnvelopeItems = 1000
+
+	maxSessionItems       = 100       // session + sessions: limits.max_session_count
+	maxAttachmentItems    = 30        // attachment + unreal_report + user_report: limits.max_attachment_count
+	maxClientReportItems  = 100       // limits.max_client_reports_count
+	maxClientReportsBytes = 100 << 10 // limits.max_client_reports_size
+	maxStandaloneSpans    = 25        // span items outside a span container: limits.max_standalone_span_count
+)
+
+// isContainer mirrors Relay's ContentType::is_container: a span item of one
+// of these content types is a span container, not a standalone span.
+func isContainer(contentType []byte) bool {
+	switch string(contentType) {
+	case "application/vnd.sentry.items.log+json",
+		"application/vnd.sentry.items.span.v2+json",
+		"application/vnd.sentry.items.trace-metric+json":
+		return true
+	}
+	return false
+}
+
+// checkEnvelopeLimits applies the per-type limits above to a scanned
+// envelope (at most MaxEnvelopeItems items: ScanLimit stopped the rest).
+func checkEnvelopeLimits(sum *envelope.Summary) *httpError {
+	var sessions, attachments, reports, reportBytes, spans int
+	for i := range sum.Items {
+		it := &sum.Items[i]
+		var n *int
+		limit := 0
+		switch itemTypeIndex(it.Type) {
+		case 2, 3: // session, sessions
+			n, limit = &sessions, maxSessionItems
+		case 15, 16, 28: // attachment, user_report, unreal_report
+			n, limit = &attachments, maxAttachmentItems
+		case itemClientReport:
+			reportBytes += it.PayloadEnd - it.PayloadStart
+			if reportBytes > maxClientReportsBytes {
+				return envelopeLimit(it.Type, fmt.Sprintf("client_report items hold more than %d bytes (limits.max_client_reports_size)", maxClientReportsBytes))
+			}
+			n, limit = &reports, maxClientReportItems
+		case 6: // span
+			if isContainer(it.ContentType) {
+				continue
+			}
+			n, limit = &spans, maxStandaloneSpans
+		default:
+			continue
+		}
+		if *n++; *n > limit {
+			return envelopeLimit(it.Type, fmt.Sprintf("more than %d %s items", limit, it.Type))
+		}
+	}
+	return nil
+}
+
+// envelopeLimit is Relay's answer to an envelope over a limit (413,
+// BadStoreRequest::Overflow).
+func envelopeLimit(typ []byte, cause string) *httpError {
+	return newError(http.StatusRequestEntityTooLarge, "envelope_limit",
+		"envelope exceeded size limits for type '"+clipReason(string(typ))+"'", cause)
+}

@@ -1,0 +1,101 @@
+package upstream
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strconv"
+)
+
+// errQuantity marks a quantity that is not a count: negative, fractional,
+// beyond 2⁶³−1, or not a JSON number at all.
+var errQuantity = errors.New("invalid quantity")
+
+// quantityError is an outcome quantity that parseQuantity refused, with the
+// text it was given (clipped) for the answer's causes.
+type quantityError struct {
+	text string
+	why  string
+}
+
+func (e *quantityError) Error() string { return "quantity " + e.text + ": " + e.why }
+
+func (e *quantityError) Unwrap() error { return errQuantity }
+
+// parseQuantity reads one outcome quantity: a JSON number whose value is a
+// whole number in [0, 2⁶³−1]. Relay writes client-report and legacy
+// quantities as integers (u32) and outcome counter values as floats (3.0),
+// so an integral float is a quantity too; anything else is bad input, never
+// truncated or wrapped into a count.
+func parseQuantity(b []byte) (int64, error) {
+	bad := func(why string) (int64, error) {
+		return 0, &quantityError{text: clipReason(string(b)), why: why}
+	}
+	b = bytes.Trim(b, " \t\r\n") // JSON whitespace
+	if len(b) == 0 {
+		return bad("empty")
+	}
+	if b[0] != '-' && (b[0] < '0' || b[0] > '9') {
+		return bad("not a number")
+	}
+	integer := true
+	for _, c := range b[1:] {
+		if c < '0' || c > '9' {
+			integer = false
+			break
+		}
+	}
+	if integer {
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return bad("out of range (more than 2^63-1 or less than 0)")
+		case err != nil:
+			return bad("not a number")
+		case n < 0:
+			return bad("negative")
+		}
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return bad("not a number")
+	case math.IsNaN(f) || math.IsInf(f, 0) || errors.Is(err, strconv.ErrRange):
+		return bad("out of range")
+	case f < 0:
+		return bad("negative")
+	case f != math.Trunc(f):
+		return bad("not a whole number")
+	case f >= math.MaxInt64: // 2⁶³ exactly: the float nearest MaxInt64
+		return bad("out of range (more than 2^63-1)")
+	}
+	return int64(f), nil
+}
+
+// quantity is an outcome quantity in a JSON document (parseQuantity's rules).
+type quantity int64
+
+// UnmarshalJSON reads a quantity; JSON null leaves it unchanged, as for a
+// plain number.
+func (q *quantity) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	n, err := parseQuantity(b)
+	if err != nil {
+		return err
+	}
+	*q = quantity(n)
+	return nil
+}
+
+// addSaturating returns a+b for non-negative a and b, or math.MaxInt64
+// where the sum would wrap: a counter that has seen more than it can hold
+// stays at its maximum instead of turning into a meaningless number.
+func addSaturating(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxInt64
+}
