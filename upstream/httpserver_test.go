@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func serveHTTPServer(t *testing.T, srv *Server, adjust func(*http.Server)) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = hs.Serve(ln) }()
+	go func() { _ = hs.Serve(srv.Listener(ln)) }()
 	t.Cleanup(func() { _ = hs.Close() })
 	return ln.Addr().String()
 }
@@ -94,11 +95,13 @@ func TestHTTPServerCutsSlowHeader(t *testing.T) {
 	}
 }
 
-// TestHTTPServerCutsSlowBody: a body that stalls is cut at ReadTimeout: the
-// request is answered 400 and its body slot released (shortened from 60 s).
+// TestHTTPServerCutsSlowBody: a body that stalls is cut at its own read
+// deadline (HTTPBodyTimeout, shortened from 10 s): the request is answered
+// 408 and holds no slot.
 func TestHTTPServerCutsSlowBody(t *testing.T) {
 	srv := newTestServer(t)
-	addr := serveHTTPServer(t, srv, func(hs *http.Server) { hs.ReadTimeout = 300 * time.Millisecond })
+	srv.limits.bodyTimeout = 300 * time.Millisecond
+	addr := serveHTTPServer(t, srv, nil)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -117,11 +120,11 @@ func TestHTTPServerCutsSlowBody(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(b), "reading the request body failed") {
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "request body not received in time") {
 		t.Fatalf("stalled body: %d %s", resp.StatusCode, b)
 	}
-	if st := srv.Stats(); st.Errors["body_read_error"] != 1 || len(srv.slots) != 0 {
-		t.Errorf("errors %v, body slots held %d", st.Errors, len(srv.slots))
+	if st := srv.Stats(); st.Errors["body_timeout"] != 1 || len(srv.slots) != 0 || len(srv.readSlots) != 0 {
+		t.Errorf("errors %v, slots held %d + %d", st.Errors, len(srv.slots), len(srv.readSlots))
 	}
 }
 
@@ -148,5 +151,28 @@ func TestHTTPServerHeaderCap(t *testing.T) {
 	}
 	if n := srv.Stats().Requests["live"]["200"]; n != 1 {
 		t.Errorf("live answered %d times, want 1", n)
+	}
+}
+
+// TestHTTPServerResetThroughListener: the reset fault still closes with a
+// TCP reset when the connection is wrapped by Server.Listener.
+func TestHTTPServerResetThroughListener(t *testing.T) {
+	srv := newTestServer(t)
+	if err := srv.SetFaults(Faults{Inject: []Injection{{Route: "live", Reset: true, Probability: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := serveHTTPServer(t, srv, nil)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /api/0/relays/live/ HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = conn.Read(make([]byte, 64))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after the reset fault: %v, want ECONNRESET", err)
 	}
 }

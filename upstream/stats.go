@@ -182,6 +182,8 @@ type counters struct {
 
 	errors   reasonCounter
 	requests [numRoutes][600]atomic.Int64
+
+	http httpLayerCounters // what Go's HTTP layer did (httplayer.go)
 }
 
 var canaryKinds = canary.Kinds()
@@ -310,6 +312,9 @@ type Stats struct {
 	Requests      map[string]map[string]int64 `json:"requests"`
 	Faults        map[string]int64            `json:"faults_injected"`
 	Panics        int64                       `json:"panics"`
+	// HTTPLayer counts what Go's HTTP server rejected or cut before a
+	// handler saw the request (httplayer.go).
+	HTTPLayer HTTPLayer `json:"http_layer"`
 }
 
 // Registrations counts the two registration steps.
@@ -418,6 +423,7 @@ func (c *counters) snapshot(s *Server) Stats {
 		Requests:          c.requestCounts(),
 		Faults:            c.faultsInjected.snapshot(),
 		Panics:            c.panics.Load(),
+		HTTPLayer:         c.http.snapshot(),
 	}
 }
 

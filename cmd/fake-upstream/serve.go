@@ -39,7 +39,7 @@ func serve(srv *upstream.Server, addr string, grace time.Duration, timed *upstre
 	}
 	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
