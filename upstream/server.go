@@ -58,6 +58,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -128,6 +129,10 @@ type Config struct {
 	// MaxDecodedBytes caps them after Content-Encoding (default 16 MiB).
 	MaxWireBytes, MaxDecodedBytes int64
 
+	// ControlFrom are the client networks /control and /stats/reset
+	// answer (others get 403); nil: loopback only (127.0.0.0/8, ::1).
+	ControlFrom []netip.Prefix
+
 	// Faults in effect from the start (see SetFaults).
 	Faults Faults
 	// Seed seeds the fault-injection randomness.
@@ -165,6 +170,8 @@ type Server struct {
 	// decoded cap (+ BodyPreSlotBytes per connection).
 	readSlots chan struct{}
 	limits    httpLimits
+	// controlFrom are the clients /control and /stats/reset answer.
+	controlFrom []netip.Prefix
 
 	pendingMu    sync.Mutex
 	pendingSince map[int]time.Time // project index → first request
@@ -244,9 +251,18 @@ func New(cfg Config) (*Server, error) {
 		slots:        make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
 		readSlots:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
 		limits:       defaultHTTPLimits(),
+		controlFrom:  append([]netip.Prefix(nil), cfg.ControlFrom...),
 		routes:       newRouter(),
 	}
 	s.started = s.now()
+	if s.controlFrom == nil {
+		s.controlFrom = loopbackNets()
+	}
+	for _, p := range s.controlFrom {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("upstream: control-from: invalid network %v", p)
+		}
+	}
 	for i, p := range cfg.Projects {
 		if _, dup := s.byID[p.ID]; dup {
 			return nil, fmt.Errorf("upstream: duplicate project id %d", p.ID)
@@ -419,6 +435,10 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 	case routeStats:
 		s.handleStats(w, req, c)
 	case routeStatsReset:
+		if e := s.controlRefused(req); e != nil {
+			s.writeError(w, c, e)
+			return
+		}
 		if req.Method != http.MethodPost {
 			s.writeError(w, c, methodNotAllowed(req))
 			return
@@ -432,6 +452,10 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 	case routeProjects:
 		s.handleProjects(w, req, c)
 	case routeControl:
+		if e := s.controlRefused(req); e != nil {
+			s.writeError(w, c, e)
+			return
+		}
 		s.handleControl(w, req, c)
 	case routeStore:
 		s.writeError(w, c, newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/"))

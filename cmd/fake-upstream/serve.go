@@ -34,6 +34,9 @@ func serve(srv *upstream.Server, addr string, grace time.Duration, timed *upstre
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
+	if w := srv.ListenWarning(ln.Addr().String()); w != "" {
+		fmt.Fprintln(stderr, "fake-upstream: warning: "+w)
+	}
 	if timed != nil {
 		defer scheduleFault(srv, timed, stderr)()
 	}
