@@ -16,7 +16,7 @@ import (
 
 // serveHTTPServer serves srv through srv.HTTPServer on a loopback port;
 // adjust may shorten its timeouts first. It returns the address.
-func serveHTTPServer(t *testing.T, srv *Server, adjust func(*http.Server)) string {
+func serveHTTPServer(t testing.TB, srv *Server, adjust func(*http.Server)) string {
 	t.Helper()
 	hs := srv.HTTPServer()
 	if adjust != nil {
@@ -31,7 +31,7 @@ func serveHTTPServer(t *testing.T, srv *Server, adjust func(*http.Server)) strin
 	return ln.Addr().String()
 }
 
-func newTestServer(t *testing.T) *Server {
+func newTestServer(t testing.TB) *Server {
 	t.Helper()
 	ps, err := projects.Generate(7, 3)
 	if err != nil {
@@ -71,12 +71,14 @@ func TestHTTPServerCutsSlowHeader(t *testing.T) {
 	srv := newTestServer(t)
 	const timeout = 300 * time.Millisecond
 	addr := serveHTTPServer(t, srv, func(hs *http.Server) { hs.ReadHeaderTimeout = timeout })
+	// The server's header deadline starts when it accepts, which can be
+	// before Dial returns here: start the clock before dialling.
+	start := time.Now()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	start := time.Now()
 	if _, err := io.WriteString(conn, "GET /api/0/relays/live/ HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
 		t.Fatal(err)
 	}
