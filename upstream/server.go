@@ -21,8 +21,10 @@
 // counted by reason in Stats.Errors; unknown routes get 404 JSON; a panic in
 // a handler is recovered, counted and answered 500. The routes are a chi
 // routing table (router.go). Server.HTTPServer is the http.Server to serve
-// Handler with: the timeouts and header cap cmd/fake-upstream and
-// orchestrate both use.
+// Handler with, on a listener wrapped by Server.Listener: the timeouts,
+// header cap and per-body and per-answer deadlines cmd/fake-upstream and
+// orchestrate both use. /control and /stats/reset answer only the clients
+// in Config.ControlFrom (loopback by default).
 //
 // # Envelope signatures
 //
