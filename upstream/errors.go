@@ -66,8 +66,12 @@ func contentLength(n int) []string {
 	return []string{strconv.Itoa(n)}
 }
 
-// writeError answers with e and counts it in c.
+// writeError answers with e and counts it in c. An error of status 0 (the
+// client is gone) is counted only: there is nobody to answer.
 func (s *Server) writeError(w http.ResponseWriter, c *counters, e *httpError) {
 	c.errors.add(e.reason, 1)
+	if e.status == 0 {
+		return
+	}
 	writeJSON(w, e.status, e.body)
 }

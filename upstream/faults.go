@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -360,7 +359,7 @@ func resetConnection(w http.ResponseWriter) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
+	if tc, ok := conn.(interface{ SetLinger(sec int) error }); ok { // *net.TCPConn or *trackedConn
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 // serveHTTPServer serves srv through srv.HTTPServer on a loopback port;
 // adjust may shorten its timeouts first. It returns the address.
-func serveHTTPServer(t *testing.T, srv *Server, adjust func(*http.Server)) string {
+func serveHTTPServer(t testing.TB, srv *Server, adjust func(*http.Server)) string {
 	t.Helper()
 	hs := srv.HTTPServer()
 	if adjust != nil {
@@ -25,12 +26,12 @@ func serveHTTPServer(t *testing.T, srv *Server, adjust func(*http.Server)) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = hs.Serve(ln) }()
+	go func() { _ = hs.Serve(srv.Listener(ln)) }()
 	t.Cleanup(func() { _ = hs.Close() })
 	return ln.Addr().String()
 }
 
-func newTestServer(t *testing.T) *Server {
+func newTestServer(t testing.TB) *Server {
 	t.Helper()
 	ps, err := projects.Generate(7, 3)
 	if err != nil {
@@ -70,12 +71,14 @@ func TestHTTPServerCutsSlowHeader(t *testing.T) {
 	srv := newTestServer(t)
 	const timeout = 300 * time.Millisecond
 	addr := serveHTTPServer(t, srv, func(hs *http.Server) { hs.ReadHeaderTimeout = timeout })
+	// The server's header deadline starts when it accepts, which can be
+	// before Dial returns here: start the clock before dialling.
+	start := time.Now()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	start := time.Now()
 	if _, err := io.WriteString(conn, "GET /api/0/relays/live/ HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +97,13 @@ func TestHTTPServerCutsSlowHeader(t *testing.T) {
 	}
 }
 
-// TestHTTPServerCutsSlowBody: a body that stalls is cut at ReadTimeout: the
-// request is answered 400 and its body slot released (shortened from 60 s).
+// TestHTTPServerCutsSlowBody: a body that stalls is cut at its own read
+// deadline (HTTPBodyTimeout, shortened from 10 s): the request is answered
+// 408 and holds no slot.
 func TestHTTPServerCutsSlowBody(t *testing.T) {
 	srv := newTestServer(t)
-	addr := serveHTTPServer(t, srv, func(hs *http.Server) { hs.ReadTimeout = 300 * time.Millisecond })
+	srv.limits.bodyTimeout = 300 * time.Millisecond
+	addr := serveHTTPServer(t, srv, nil)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -117,11 +122,11 @@ func TestHTTPServerCutsSlowBody(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(b), "reading the request body failed") {
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "request body not received in time") {
 		t.Fatalf("stalled body: %d %s", resp.StatusCode, b)
 	}
-	if st := srv.Stats(); st.Errors["body_read_error"] != 1 || len(srv.slots) != 0 {
-		t.Errorf("errors %v, body slots held %d", st.Errors, len(srv.slots))
+	if st := srv.Stats(); st.Errors["body_timeout"] != 1 || len(srv.slots) != 0 || len(srv.readSlots) != 0 {
+		t.Errorf("errors %v, slots held %d + %d", st.Errors, len(srv.slots), len(srv.readSlots))
 	}
 }
 
@@ -148,5 +153,28 @@ func TestHTTPServerHeaderCap(t *testing.T) {
 	}
 	if n := srv.Stats().Requests["live"]["200"]; n != 1 {
 		t.Errorf("live answered %d times, want 1", n)
+	}
+}
+
+// TestHTTPServerResetThroughListener: the reset fault still closes with a
+// TCP reset when the connection is wrapped by Server.Listener.
+func TestHTTPServerResetThroughListener(t *testing.T) {
+	srv := newTestServer(t)
+	if err := srv.SetFaults(Faults{Inject: []Injection{{Route: "live", Reset: true, Probability: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := serveHTTPServer(t, srv, nil)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /api/0/relays/live/ HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = conn.Read(make([]byte, 64))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after the reset fault: %v, want ECONNRESET", err)
 	}
 }

@@ -76,6 +76,15 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 	p.counter("panics_total", "Recovered handler panics.", st.Panics)
 	p.gauge("in_flight_requests", "Requests being handled, not counting this one.", float64(st.InFlight))
 
+	h := &st.HTTPLayer
+	p.counter("http_connections_total", "Connections accepted.", h.Connections)
+	p.labelled("http_layer_closed_total", "Connections closed before a handler had their request, by when.", "when", map[string]int64{
+		"before_request": h.ClosedBeforeRequest, "mid_header": h.ClosedMidHeader, "header_timeout": h.HeaderTimeouts,
+	})
+	p.labelled("http_layer_rejected_total", "Requests answered by Go's HTTP server itself, by status.", "status", h.Rejected)
+	p.counter("http_write_timeouts_total", "Connections whose answer missed its write deadline.", h.WriteTimeouts)
+	p.labelled("http_error_log_total", "Lines of Go's HTTP server error log, by class.", "class", h.ErrorLog)
+
 	p.header("requests_total", "Requests by route and status.", "counter")
 	for _, route := range sortedKeys(st.Requests) {
 		codes := st.Requests[route]

@@ -42,6 +42,8 @@ func richStats() Stats {
 		Requests: map[string]map[string]int64{"envelope": {"200": 35, "413": 36}, "live": {"0": 37}},
 		Faults:   map[string]int64{"429": 38, "reset": 39},
 		Panics:   40,
+		HTTPLayer: HTTPLayer{Connections: 41, ClosedBeforeRequest: 42, ClosedMidHeader: 43, HeaderTimeouts: 44,
+			Rejected: map[string]int64{"400": 45, "431": 46}, WriteTimeouts: 47, ErrorLog: map[string]int64{"tls_handshake": 48}},
 	}
 }
 
@@ -193,14 +195,17 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/config_requests/pending": "config_keys_pending_total", "/config_requests/unchanged": "config_keys_unchanged_total",
 		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/metric_buckets": "metric_buckets_total",
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
-		"/outcomes/folded": "outcomes_folded_total",
+		"/outcomes/folded":        "outcomes_folded_total",
+		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
 	}
+	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}
 	labelled := map[string][2]string{ // JSON map → metric, label
 		"/registrations/failures": {"registration_failures_total", "reason"}, "/envelopes_by_sender": {"envelopes_by_sender_total", "sender"},
 		"/items_by_type": {"items_total", "type"}, "/records_by_type": {"records_total", "type"},
 		"/outcomes/messages": {"outcome_messages_total", "source"}, "/canaries/leaks": {"canary_leaks_total", "kind"},
 		"/canaries/kept_found": {"canary_kept_found_total", "kind"}, "/canaries/found": {"canary_found_total", "kind"},
 		"/errors": {"errors_total", "reason"}, "/faults_injected": {"faults_injected_total", "fault"},
+		"/http_layer/rejected": {"http_layer_rejected_total", "status"}, "/http_layer/error_log": {"http_error_log_total", "class"},
 	}
 	signatures := map[string]string{"verified": "verified", "cache_hits": "cache_hit", "sampled_out": "sampled_out", "not_checked": "not_checked"}
 	bytesMetric := map[string]string{"requests": "bodies_total", "wire": "wire_bytes_total", "decoded": "decoded_bytes_total"}
@@ -224,6 +229,8 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 			check(path, series(simple[path]), num)
 		case labelled[dir][0] != "":
 			check(path, series(labelled[dir][0], labelled[dir][1], last), num)
+		case dir == "/http_layer" && httpClosed[last] != "":
+			check(path, series("http_layer_closed_total", "when", httpClosed[last]), num)
 		case dir == "/signatures":
 			check(path, series("signatures_total", "result", signatures[last]), num)
 		case len(seg) == 3 && seg[0] == "bytes_by_encoding":

@@ -21,8 +21,10 @@
 // counted by reason in Stats.Errors; unknown routes get 404 JSON; a panic in
 // a handler is recovered, counted and answered 500. The routes are a chi
 // routing table (router.go). Server.HTTPServer is the http.Server to serve
-// Handler with: the timeouts and header cap cmd/fake-upstream and
-// orchestrate both use.
+// Handler with, on a listener wrapped by Server.Listener: the timeouts,
+// header cap and per-body and per-answer deadlines cmd/fake-upstream and
+// orchestrate both use. /control and /stats/reset answer only the clients
+// in Config.ControlFrom (loopback by default).
 //
 // # Envelope signatures
 //
@@ -56,7 +58,10 @@ import (
 	"io"
 	"math"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
+	"net/netip"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -126,6 +131,10 @@ type Config struct {
 	// MaxDecodedBytes caps them after Content-Encoding (default 16 MiB).
 	MaxWireBytes, MaxDecodedBytes int64
 
+	// ControlFrom are the client networks /control and /stats/reset
+	// answer (others get 403); nil: loopback only (127.0.0.0/8, ::1).
+	ControlFrom []netip.Prefix
+
 	// Faults in effect from the start (see SetFaults).
 	Faults Faults
 	// Seed seeds the fault-injection randomness.
@@ -153,10 +162,18 @@ type Server struct {
 	writers         sync.Pool // *statusWriter
 	sums            sync.Pool // *envelope.Summary
 	sampleN         atomic.Uint64
-	// slots bounds the requests that hold body buffers at once (reading,
-	// decoding, scanning): that work is CPU-bound, so a few per core lose
-	// nothing, and memory stays under slots × (wire cap + decoded cap).
+	// slots (ingest slots) bound the requests that decode and scan a body
+	// at once: that work is CPU-bound, so a few per core lose nothing. A
+	// request takes one only once its whole body is in, so a body that
+	// stalls delays nobody.
 	slots chan struct{}
+	// readSlots bound the bodies larger than BodyPreSlotBytes being read
+	// at once, so memory stays under readSlots × wire cap + slots ×
+	// decoded cap (+ BodyPreSlotBytes per connection).
+	readSlots chan struct{}
+	limits    httpLimits
+	// controlFrom are the clients /control and /stats/reset answer.
+	controlFrom []netip.Prefix
 
 	pendingMu    sync.Mutex
 	pendingSince map[int]time.Time // project index → first request
@@ -234,9 +251,20 @@ func New(cfg Config) (*Server, error) {
 		pendingSince: map[int]time.Time{},
 		rng:          mrand.New(mrand.NewPCG(cfg.Seed, 0x6661756c7473)),
 		slots:        make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
+		readSlots:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
+		limits:       defaultHTTPLimits(),
+		controlFrom:  append([]netip.Prefix(nil), cfg.ControlFrom...),
 		routes:       newRouter(),
 	}
 	s.started = s.now()
+	if s.controlFrom == nil {
+		s.controlFrom = loopbackNets()
+	}
+	for _, p := range s.controlFrom {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("upstream: control-from: invalid network %v", p)
+		}
+	}
 	for i, p := range cfg.Projects {
 		if _, dup := s.byID[p.ID]; dup {
 			return nil, fmt.Errorf("upstream: duplicate project id %d", p.ID)
@@ -301,15 +329,19 @@ func (s *Server) ResetStats() Stats {
 // Handler returns the HTTP handler serving every route.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
-// statusWriter records the status for request statistics.
+// statusWriter records the status for request statistics and gives the
+// answer its write deadline as it starts.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status     int
+	lim        *httpLimits
+	writeStart time.Time
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.startWriteDeadline()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -317,6 +349,7 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.startWriteDeadline()
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -361,7 +394,8 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 	if w == nil {
 		w = new(statusWriter)
 	}
-	w.ResponseWriter, w.status = rw, 0
+	w.ResponseWriter, w.status, w.lim = rw, 0, &s.limits
+	markServing(req)
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -408,6 +442,10 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 	case routeStats:
 		s.handleStats(w, req, c)
 	case routeStatsReset:
+		if e := s.controlRefused(req); e != nil {
+			s.writeError(w, c, e)
+			return
+		}
 		if req.Method != http.MethodPost {
 			s.writeError(w, c, methodNotAllowed(req))
 			return
@@ -421,6 +459,10 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 	case routeProjects:
 		s.handleProjects(w, req, c)
 	case routeControl:
+		if e := s.controlRefused(req); e != nil {
+			s.writeError(w, c, e)
+			return
+		}
 		s.handleControl(w, req, c)
 	case routeStore:
 		s.writeError(w, c, newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/"))
@@ -434,54 +476,163 @@ func methodNotAllowed(req *http.Request) *httpError {
 }
 
 // readBody reads the whole body into a pooled buffer, capped at
-// MaxWireBytes. The caller returns the buffer with putBuf.
-func (s *Server) readBody(req *http.Request) (*[]byte, *httpError) {
+// MaxWireBytes. Its first BodyPreSlotBytes (all of a smaller body) are read
+// without any slot, within HTTPBodyTimeout: a client that announces a body
+// and stalls holds nothing others need. The rest of a larger body is read
+// holding a read slot (large is then true) and must arrive at
+// HTTPMinBodyRate after HTTPBodyGrace. The caller gives back the buffer
+// with putBuf and a read slot with <-s.readSlots.
+func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpError) {
 	if req.ContentLength > s.cfg.MaxWireBytes {
-		return nil, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
+		return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
 			fmt.Sprintf("Content-Length %d > limit %d", req.ContentLength, s.cfg.MaxWireBytes))
 	}
-	bp := s.getBuf()
-	if n := req.ContentLength; n >= 0 {
-		// Known length: net/http's body reader ends exactly there.
-		if int64(cap(*bp)) < n {
-			// Replace the pooled buffer's array instead of putting it back
-			// and taking a new one: that added a buffer to the pool for
-			// every body larger than the one it got, so between two GCs
-			// the pool grew with the request count (50 MB in 4 s at
-			// 1000/s), not with the requests in flight.
-			*bp = make([]byte, 0, n)
-		}
-		b := (*bp)[:n]
-		if _, err := io.ReadFull(req.Body, b); err != nil {
-			s.putBuf(bp)
-			return nil, newError(http.StatusBadRequest, "body_read_error", "reading the request body failed", err.Error())
-		}
-		*bp = b
-		return bp, nil
+	conn := requestConn(req)
+	setBodyDeadline(conn, time.Now().Add(s.limits.bodyTimeout))
+	n := req.ContentLength
+	first := int64(BodyPreSlotBytes)
+	if n >= 0 && n < first {
+		first = n
 	}
-	// Unknown length (chunked): read up to the cap plus one byte.
-	b := (*bp)[:0]
+	bp = s.getBuf()
+	if int64(cap(*bp)) < first {
+		*bp = make([]byte, 0, first)
+	}
+	b, err := readUpTo(req.Body, (*bp)[:0], int(first))
+	*bp = b
+	switch {
+	case err != nil && (n >= 0 || !errors.Is(err, io.EOF)):
+		s.putBuf(bp)
+		return nil, false, bodyReadError(err)
+	case n >= 0 && n == first, n < 0 && err != nil: // all of it (a chunked body ended)
+		bodyDone(conn)
+		return bp, false, nil
+	}
+	select {
+	case s.readSlots <- struct{}{}:
+	case <-req.Context().Done():
+		s.putBuf(bp)
+		return nil, false, clientGone("while waiting for a large-body slot")
+	}
+	if n >= 0 {
+		err = s.readRest(req.Body, bp, int(n), conn)
+	} else {
+		err = s.readRestChunked(req.Body, bp, conn)
+	}
+	if err != nil {
+		s.putBuf(bp)
+		<-s.readSlots
+		if errors.Is(err, errTooLargeWire) {
+			return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
+				fmt.Sprintf("more than %d bytes", s.cfg.MaxWireBytes))
+		}
+		return nil, false, bodyReadError(err)
+	}
+	bodyDone(conn)
+	return bp, true, nil
+}
+
+// bodyDone clears the read deadline of a body read in full. The deadline
+// must not outlive the body: net/http's background read (which notices a
+// client that hangs up) would hit it and cancel the request's context as if
+// the client had gone. After a failed read it stays: net/http drains what
+// is left of the body after the handler, and must not wait for it forever.
+func bodyDone(conn net.Conn) { setBodyDeadline(conn, time.Time{}) }
+
+// readUpTo reads from r into b until it holds limit bytes or r fails
+// (io.EOF at the end of a body of unknown length). A body's last bytes may
+// come with io.EOF: once limit bytes are in, that is no error.
+func readUpTo(r io.Reader, b []byte, limit int) ([]byte, error) {
+	for len(b) < limit {
+		n, err := r.Read(b[len(b):limit])
+		b = b[:len(b)+n]
+		if err != nil && (len(b) < limit || !errors.Is(err, io.EOF)) {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// bodyChunk is how much of a large body is read under one deadline.
+const bodyChunk = 64 << 10
+
+// rateDeadline is when a large body, whose read slot was taken at t0, must
+// have delivered `got` bytes past its first BodyPreSlotBytes.
+func (s *Server) rateDeadline(t0 time.Time, got int) time.Time {
+	return t0.Add(s.limits.bodyGrace + atRate(int64(got), s.limits.minBodyRate))
+}
+
+// readRest reads the rest of a body of known length n into *bp (which holds
+// its start), at the minimum rate.
+func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
+	if cap(*bp) < n {
+		// Replace the pooled buffer's array instead of putting it back
+		// and taking a new one: that added a buffer to the pool for
+		// every body larger than the one it got, so between two GCs
+		// the pool grew with the request count (50 MB in 4 s at
+		// 1000/s), not with the requests in flight.
+		b := make([]byte, len(*bp), n)
+		copy(b, *bp)
+		*bp = b
+	}
+	b := *bp
+	t0, start := time.Now(), len(b)
+	for len(b) < n {
+		end := min(len(b)+bodyChunk, n)
+		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
+		m, err := io.ReadFull(r, b[len(b):end])
+		b = b[:len(b)+m]
+		*bp = b
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errTooLargeWire: a body of unknown length ran past MaxWireBytes.
+var errTooLargeWire = errors.New("body over the wire cap")
+
+// readRestChunked reads the rest of a body of unknown length into *bp, up
+// to the wire cap plus one byte, at the minimum rate.
+func (s *Server) readRestChunked(r io.Reader, bp *[]byte, conn net.Conn) error {
+	b := *bp
 	limit := int(s.cfg.MaxWireBytes)
+	t0, start := time.Now(), len(b)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := req.Body.Read(b[len(b):min(cap(b), limit+1)])
-		b = b[:len(b)+n]
+		end := min(cap(b), limit+1, len(b)+bodyChunk)
+		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
+		m, err := r.Read(b[len(b):end])
+		b = b[:len(b)+m]
 		*bp = b
 		if len(b) > limit {
-			s.putBuf(bp)
-			return nil, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
-				fmt.Sprintf("more than %d bytes", s.cfg.MaxWireBytes))
+			return errTooLargeWire
 		}
 		if errors.Is(err, io.EOF) {
-			return bp, nil
+			return nil
 		}
 		if err != nil {
-			s.putBuf(bp)
-			return nil, newError(http.StatusBadRequest, "body_read_error", "reading the request body failed", err.Error())
+			return err
 		}
 	}
+}
+
+// bodyReadError answers a body that could not be read: 408 when it did
+// not come in time, else 400.
+func bodyReadError(err error) *httpError {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return newError(http.StatusRequestTimeout, "body_timeout", "request body not received in time", err.Error())
+	}
+	return newError(http.StatusBadRequest, "body_read_error", "reading the request body failed", err.Error())
+}
+
+// clientGone is the outcome of a request whose client hung up before its
+// body was processed: counted, not answered, and not processed.
+func clientGone(when string) *httpError {
+	return newError(0, "client_gone", "the client closed the connection", when)
 }
 
 // maxPooledBuf keeps huge one-off bodies from pinning memory in the pool.
@@ -555,43 +706,85 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 	if e != nil {
 		return nil, nil, e
 	}
-	body, bp, e := s.readDecodedAs(req, c, enc)
+	body, held, e := s.readDecodedAs(req, c, enc)
 	if e != nil {
 		return nil, nil, e
 	}
-	return body, func() { s.releaseBody(bp) }, nil
+	return body, func() { s.releaseBody(held) }, nil
+}
+
+// heldBody is what readDecodedAs holds for a request until releaseBody: a
+// pooled buffer the body aliases, an ingest slot and, for a body larger
+// than BodyPreSlotBytes still in its wire buffer, a read slot.
+type heldBody struct {
+	buf   *[]byte
+	large bool
 }
 
 // readDecodedAs is readDecoded for a Content-Encoding already parsed. It
-// holds one of the body slots and the buffer bp, which body aliases, until
-// the caller calls s.releaseBody(bp); an encoded body's wire buffer goes back
-// to the pool once decoded. It returns no closure: the envelope sink
-// allocates nothing per request.
-func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, bp *[]byte, e *httpError) {
-	s.slots <- struct{}{}
-	bp, e = s.readBody(req)
+// takes an ingest slot only once the whole body is in, and drops the
+// request (client_gone) if its client has hung up by then. What it holds
+// is given back by s.releaseBody(held); an encoded body's wire buffer (and
+// read slot) go back as soon as it is decoded. It returns no closure: the
+// envelope sink allocates nothing per request.
+func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
+	bp, large, e := s.readBody(req)
 	if e != nil {
-		<-s.slots
-		return nil, nil, e
+		return nil, heldBody{}, e
 	}
+	if e := s.takeSlot(req); e != nil {
+		s.putBuf(bp)
+		if large {
+			<-s.readSlots
+		}
+		return nil, heldBody{}, e
+	}
+	held = heldBody{buf: bp, large: large}
 	if enc == compression.Identity {
 		body, e = s.decodeBody(c, enc, *bp, nil)
 	} else {
-		wire := bp
-		bp = s.getBuf()
-		body, e = s.decodeBody(c, enc, *wire, bp)
-		s.putBuf(wire)
+		held.buf = s.getBuf()
+		body, e = s.decodeBody(c, enc, *bp, held.buf)
+		s.putBuf(bp)
+		if large {
+			<-s.readSlots
+			held.large = false
+		}
 	}
 	if e != nil {
-		s.releaseBody(bp)
-		return nil, nil, e
+		s.releaseBody(held)
+		return nil, heldBody{}, e
 	}
-	return body, bp, nil
+	return body, held, nil
+}
+
+// takeSlot takes an ingest slot, unless the client hangs up first (net/http
+// cancels the request's context once it notices, which it can only after
+// the body was read).
+func (s *Server) takeSlot(req *http.Request) *httpError {
+	ctx := req.Context()
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return clientGone("while waiting for an ingest slot")
+		}
+	}
+	if ctx.Err() != nil {
+		<-s.slots
+		return clientGone("before its body was processed")
+	}
+	return nil
 }
 
 // releaseBody gives back what readDecodedAs holds.
-func (s *Server) releaseBody(bp *[]byte) {
-	s.putBuf(bp)
+func (s *Server) releaseBody(held heldBody) {
+	s.putBuf(held.buf)
+	if held.large {
+		<-s.readSlots
+	}
 	<-s.slots
 }
 
@@ -733,6 +926,14 @@ type ProjectDSN struct {
 	DSN string `json:"dsn"`
 }
 
+// projectsChunk is how much of the /projects list is encoded before it is
+// written: the list is streamed, so an answer that is not read holds this
+// much, not the whole list (tens of MB for 100k projects).
+const projectsChunk = 32 << 10
+
+// handleProjects serves GET /projects: every project with its DSN for the
+// origin, streamed as one JSON array under a write deadline that grows with
+// what was written (HTTPWriteTimeout + size at HTTPMinWriteRate).
 func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *counters) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		s.writeError(w, c, methodNotAllowed(req))
@@ -742,16 +943,41 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 	if origin == "" {
 		origin = "http://" + req.Host
 	}
-	out := make([]ProjectDSN, len(s.cfg.Projects))
-	for i, p := range s.cfg.Projects {
-		dsn, err := p.DSN(origin)
-		if err != nil {
-			s.writeError(w, c, newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error()))
-			return
-		}
-		out[i] = ProjectDSN{Project: p, DSN: dsn}
+	// The origin alone decides whether a DSN can be made.
+	if _, err := s.cfg.Projects[0].DSN(origin); err != nil {
+		s.writeError(w, c, newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error()))
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	sw, _ := w.(*statusWriter)
+	buf := append(make([]byte, 0, projectsChunk+1024), '[')
+	var written int64
+	flush := func() bool {
+		if sw != nil {
+			sw.extendWriteDeadline(written + int64(len(buf)))
+		}
+		n, err := w.Write(buf)
+		written += int64(n)
+		buf = buf[:0]
+		return err == nil
+	}
+	for i, p := range s.cfg.Projects {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		dsn, _ := p.DSN(origin)
+		b, err := json.Marshal(ProjectDSN{Project: p, DSN: dsn})
+		if err != nil {
+			return // cannot happen: the fields are strings and integers
+		}
+		buf = append(buf, b...)
+		if len(buf) >= projectsChunk && !flush() {
+			return // the client did not read in time or has gone
+		}
+	}
+	buf = append(buf, ']')
+	flush()
 }
 
 // maxQueryBytes bounds the decoded body of a project-config or public-key

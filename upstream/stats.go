@@ -196,6 +196,8 @@ type counters struct {
 
 	errors   reasonCounter
 	requests [numRoutes][600]atomic.Int64
+
+	http httpLayerCounters // what Go's HTTP layer did (httplayer.go)
 }
 
 var canaryKinds = canary.Kinds()
@@ -383,6 +385,9 @@ type Stats struct {
 	// InFlight is the requests being handled when the snapshot was taken
 	// (over /stats, not counting that request).
 	InFlight int64 `json:"in_flight"`
+	// HTTPLayer counts what Go's HTTP server rejected or cut before a
+	// handler saw the request (httplayer.go).
+	HTTPLayer HTTPLayer `json:"http_layer"`
 }
 
 // Registrations counts the two registration steps.
@@ -496,6 +501,7 @@ func (c *counters) snapshot(s *Server) Stats {
 		Requests:          c.requestCounts(),
 		Faults:            c.faultsInjected.snapshot(),
 		Panics:            c.panics.Load(),
+		HTTPLayer:         c.http.snapshot(),
 	}
 }
 

@@ -29,6 +29,16 @@ GET /stats (?format=prometheus), POST /stats/reset, GET /projects (?origin=),
 GET|POST /control (faults as JSON).
 
 The first line of stdout is the address it listens on (useful with port 0).
+It listens on 127.0.0.1 unless told otherwise, and warns (one line on stderr)
+when the address is not loopback. /control and /stats/reset answer only
+loopback clients unless --control-from names other networks (403 otherwise).
+
+Limits per request: a body's first 16 KiB must arrive within 10 s, before it
+takes any ingest slot (a stalled body delays nobody); the rest of a larger one
+at 1 MiB/s on average after a 2 s grace (408 otherwise); every answer must be
+written within 10 s plus its size at 1 MiB/s, from its first byte; a request
+whose client hung up before its body was processed is dropped (client_gone).
+/stats http_layer counts what Go's HTTP server rejected before any handler.
 
 Usage: fake-upstream [flags]
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -40,6 +41,10 @@ func TestBadFlags(t *testing.T) {
 		{"--shutdown-timeout", "5"},
 		{"--listen", "nonsense"},
 		{"--listen", "127.0.0.1:99999"},
+		{"--control-from", "10.0.0.0/33"},
+		{"--control-from", "nonsense"},
+		{"--control-from", "10.0.0.0/8,"},
+		{"--control-from", "127.0.0.1/8", "--control-from", ""},
 		{"stray"},
 	} {
 		var out, errb strings.Builder
@@ -57,7 +62,7 @@ func TestHelp(t *testing.T) {
 	if err := run([]string{"--help"}, &out, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-fault", "outage=10s[:refuse|hang|unavailable]", "-max-decoded-bytes", "envelope", "Exit status"} {
+	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-fault", "outage=10s[:refuse|hang|unavailable]", "-max-decoded-bytes", "envelope", "Exit status", "-control-from", "not loopback", "http_layer"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -196,6 +201,9 @@ func TestProcess(t *testing.T) {
 			if !strings.Contains(stderr.String(), "shut down; final stats: {") || !strings.Contains(stderr.String(), `"live":{"200":1}`) {
 				t.Errorf("stderr %q lacks the final stats with the in-flight request", stderr.String())
 			}
+			if strings.Contains(stderr.String(), "warning") {
+				t.Errorf("stderr %q: a warning for a loopback address", stderr.String())
+			}
 		})
 	}
 }
@@ -266,5 +274,74 @@ func TestFaultFlags(t *testing.T) {
 	if l := f.Latency["envelope"]; l.Min != "1ms" || l.Max != "2ms" || l.Mean != "1ms" || !f.GlobalPending ||
 		len(f.Inject) != 1 || f.Inject[0].Route != "live" || f.Inject[0].Status != 429 || f.Inject[0].Probability != 1 || f.Inject[0].RetryAfter != 7 {
 		t.Errorf("GET /control = %+v", f)
+	}
+}
+
+// startProcess runs fake-upstream with args on a free loopback port and
+// returns its base URL and its stderr (complete once the process exited);
+// the process is stopped when the test ends.
+func startProcess(t *testing.T, args ...string) (base string, stderr *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"--listen", "127.0.0.1:0", "--projects", "1"}, args...)...)
+	stdout, _ := cmd.StdoutPipe()
+	stderr = new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no address line: %v; stderr %q", err, stderr.String())
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	return "http://" + strings.TrimSpace(line), stderr
+}
+
+// TestAbuseControlFrom: /control and /stats/reset answer only the clients
+// --control-from allows (loopback by default). Only loopback is used: the
+// allowed set is made to exclude 127.0.0.1, and a loopback client must then
+// be refused with 403 {"detail"}, counted, while /stats still answers.
+func TestAbuseControlFrom(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"default: loopback", nil, 200},
+		{"other network only", []string{"--control-from", "10.0.0.0/8"}, 403},
+		{"comma list and repeated", []string{"--control-from", "10.0.0.0/8,192.168.0.0/16", "--control-from", "127.0.0.1/32"}, 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, _ := startProcess(t, c.args...)
+			for _, r := range []struct{ method, path string }{{"GET", "/control"}, {"POST", "/control"}, {"POST", "/stats/reset"}} {
+				body := io.Reader(nil)
+				if r.path == "/control" && r.method == "POST" {
+					body = strings.NewReader("{}")
+				}
+				req, _ := http.NewRequest(r.method, base+r.path, body)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var e struct{ Detail string }
+				json.NewDecoder(resp.Body).Decode(&e)
+				resp.Body.Close()
+				if resp.StatusCode != c.want || c.want == 403 && !strings.Contains(e.Detail, "--control-from") {
+					t.Errorf("%s %s: %d %q, want %d", r.method, r.path, resp.StatusCode, e.Detail, c.want)
+				}
+			}
+			resp, err := http.Get(base + "/stats")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct{ Errors map[string]int64 }
+			json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if wantN := map[int]int64{200: 0, 403: 3}[c.want]; resp.StatusCode != 200 || st.Errors["control_forbidden"] != wantN {
+				t.Errorf("/stats: %d, errors %v: want control_forbidden %d", resp.StatusCode, st.Errors, wantN)
+			}
+		})
 	}
 }

@@ -36,13 +36,14 @@ type options struct {
 	quotaSpecs     cli.Repeated
 	latencies      cli.Repeated
 	injects        cli.Repeated
+	controlFrom    cli.Repeated
 	timed          *upstream.FaultSpec // --fault, parsed
 }
 
 // flagSet defines every flag on a new flag set that fills o.
 func (o *options) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("fake-upstream", flag.ContinueOnError)
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "address to listen on; port 0 picks a free port (printed as the first stdout line)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "address to listen on; port 0 picks a free port (printed as the first stdout line); an address that is not loopback gets a warning on stderr")
 	fs.IntVar(&o.nProjects, "projects", 100, "number of projects to serve (1..100000); same --projects and --seed as blast give the same projects")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for the projects and for fault-injection randomness")
 	fs.BoolVar(&o.verify, "verify-signatures", true, "verify X-Sentry-Relay-Signature on every relay request (false: accept any, like mini_sentry)")
@@ -63,6 +64,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.Var(&o.quotaSpecs, "quota", "quota CATEGORIES[:LIMIT[:REASON]] added to every project (repeatable), e.g. 'error;transaction:0' (quote it: ';' ends a shell command); CATEGORIES are Relay's data categories or all")
 	fs.Var(&o.latencies, "latency", "fault: ROUTE=SPEC added latency (repeatable); SPEC 50ms | 10ms-90ms | exp:20ms | terms joined by +; ROUTE a route name or *")
 	fs.Var(&o.injects, "inject", "fault: ROUTE=STATUS[:RETRY_AFTER]@P or ROUTE=reset@P (repeatable), e.g. envelope=429:30@0.1, envelope=reset@0.01")
+	fs.Var(&o.controlFrom, "control-from", "networks whose clients may use /control and /stats/reset, as CIDRs (repeatable or comma-separated, e.g. 10.0.0.0/8,127.0.0.1/32); default loopback only (127.0.0.0/8, ::1); others get 403")
 	fs.Var(sizeFlag{&o.maxWire}, "max-wire-bytes", "cap on request bodies as received (accepts 16MiB, 20MB, 1048576)")
 	fs.Var(sizeFlag{&o.maxDecoded}, "max-decoded-bytes", "cap on request bodies after Content-Encoding; larger bodies get 413")
 	return fs
@@ -99,6 +101,13 @@ func (o *options) config() (upstream.Config, error) {
 	}
 	if o.pendingFor < 0 || o.pendingFor >= upstream.MaxPendingFor {
 		return cfg, fmt.Errorf("--pending-for %s: want ≥ 0 and under %s (Relay abandons keys pending for 30 s)", o.pendingFor, upstream.MaxPendingFor)
+	}
+	for _, list := range o.controlFrom {
+		nets, err := upstream.ParseCIDRList(list)
+		if err != nil {
+			return cfg, fmt.Errorf("--control-from: %w", err)
+		}
+		cfg.ControlFrom = append(cfg.ControlFrom, nets...)
 	}
 	if cfg.Relays, err = o.relays(); err != nil {
 		return cfg, err

@@ -34,12 +34,15 @@ func serve(srv *upstream.Server, addr string, grace time.Duration, timed *upstre
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
+	if w := srv.ListenWarning(ln.Addr().String()); w != "" {
+		fmt.Fprintln(stderr, "fake-upstream: warning: "+w)
+	}
 	if timed != nil {
 		defer scheduleFault(srv, timed, stderr)()
 	}
 	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

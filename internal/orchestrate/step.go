@@ -208,7 +208,7 @@ func (s *step) startUpstream() error {
 	}
 	s.up = up
 	s.srv = up.HTTPServer()
-	go func() { _ = s.srv.Serve(ln) }()
+	go func() { _ = s.srv.Serve(up.Listener(ln)) }()
 	s.origin = "http://" + ln.Addr().String()
 	s.target = s.origin
 	return nil

@@ -1,0 +1,318 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// What Go's HTTP server does before a handler runs (or instead of it) is
+// invisible to the handlers: a header over the cap is answered 431, a bad
+// request line 400, a header that never ends is cut at ReadHeaderTimeout,
+// all without a request reaching Server.serveHTTP. Server.Listener wraps
+// each accepted connection in a trackedConn, and the http.Server from
+// HTTPServer reports each connection's states (ConnState) to the Server;
+// together they see what a connection did between two requests and count
+// it in Stats.HTTPLayer. Lines net/http writes to its ErrorLog are counted
+// by class too (and still printed).
+
+// connKey is the context key under which HTTPServer's ConnContext stores a
+// request's connection (a *trackedConn when served through Listener).
+type connKey struct{}
+
+// requestConn returns the connection req arrived on, or nil when the
+// handler is not served through HTTPServer (httptest with Handler).
+func requestConn(req *http.Request) net.Conn {
+	c, _ := req.Context().Value(connKey{}).(net.Conn)
+	return c
+}
+
+// Phases of a tracked connection, between the states net/http reports.
+const (
+	phaseNew     int32 = iota // accepted, no request yet
+	phasePending              // a request's header was read (or failed), no handler yet
+	phaseServing              // a handler took the request
+	phaseIdle                 // between requests of a keep-alive connection
+)
+
+// trackedConn is an accepted connection that remembers what the HTTP layer
+// did on it: whether a read timed out, and whether net/http answered it
+// before any handler (it writes those answers straight to the connection).
+type trackedConn struct {
+	net.Conn
+	s            *Server
+	phase        atomic.Int32
+	readTimedOut atomic.Bool // a read hit its deadline since the last request
+	readEOF      atomic.Bool // the client closed its side
+	rejected     atomic.Bool // net/http answered the pending request itself
+	writeTimeout atomic.Bool // a write hit its deadline (counted once)
+}
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			c.readTimedOut.Store(true)
+		case errors.Is(err, io.EOF):
+			c.readEOF.Store(true)
+		}
+	}
+	return n, err
+}
+
+func (c *trackedConn) Write(b []byte) (int, error) {
+	if c.phase.Load() == phasePending && c.rejected.CompareAndSwap(false, true) {
+		g := c.s.acquire()
+		if c.readEOF.Load() {
+			// net/http answers a header cut short by the client's close
+			// with 400, to nobody.
+			g.http.closedMidHeader.Add(1)
+		} else {
+			g.http.rejected[rejectedStatus(b)].Add(1)
+		}
+		g.inflight.Add(-1)
+	}
+	n, err := c.Conn.Write(b)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && c.writeTimeout.CompareAndSwap(false, true) {
+		g := c.s.acquire()
+		g.http.writeTimeouts.Add(1)
+		g.inflight.Add(-1)
+	}
+	return n, err
+}
+
+// SetLinger lets the reset fault close the connection with a TCP reset
+// through the wrapper (hijacking returns the connection as accepted).
+func (c *trackedConn) SetLinger(sec int) error {
+	if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
+		return tc.SetLinger(sec)
+	}
+	return errors.ErrUnsupported
+}
+
+// CloseWrite keeps net/http's half-close after a 431 answer working.
+func (c *trackedConn) CloseWrite() error {
+	if tc, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return tc.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// rejectedStatus reads the status code of an answer net/http wrote itself
+// ("HTTP/1.1 431 Request Header Fields Too Large…"); 0 if b is not one.
+func rejectedStatus(b []byte) int {
+	if len(b) < 12 || string(b[:7]) != "HTTP/1." || b[8] != ' ' {
+		return 0
+	}
+	code := 0
+	for _, d := range b[9:12] {
+		if d < '0' || d > '9' {
+			return 0
+		}
+		code = code*10 + int(d-'0')
+	}
+	if code < 100 || code >= 600 {
+		return 0
+	}
+	return code
+}
+
+// trackingListener wraps every accepted connection in a trackedConn.
+type trackingListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &trackedConn{Conn: c, s: l.s}, nil
+}
+
+// Listener wraps ln so that the http.Server from HTTPServer can count what
+// Go's HTTP layer does on each connection (Stats.HTTPLayer). Serve with
+// hs.Serve(s.Listener(ln)); without it the server works the same but
+// http_layer stays empty.
+func (s *Server) Listener(ln net.Listener) net.Listener { return trackingListener{ln, s} }
+
+// connContext puts the connection into every request's context (see
+// requestConn): the body reader sets the connection's read deadline per
+// body, and serveRoute marks the connection as served.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// connState follows a connection through net/http's states and counts,
+// when it closes, what it was doing if no handler had its request.
+func (s *Server) connState(conn net.Conn, state http.ConnState) {
+	if state == http.StateIdle {
+		// The answer is out: the next request starts without a deadline
+		// left over from this one (net/http sets none itself, since the
+		// server has no WriteTimeout).
+		_ = conn.SetWriteDeadline(time.Time{})
+	}
+	c, ok := conn.(*trackedConn)
+	if !ok {
+		return
+	}
+	switch state {
+	case http.StateNew:
+		g := s.acquire()
+		g.http.connections.Add(1)
+		g.inflight.Add(-1)
+	case http.StateActive:
+		c.phase.Store(phasePending)
+		c.rejected.Store(false)
+	case http.StateIdle:
+		c.phase.Store(phaseIdle)
+		c.readTimedOut.Store(false)
+	case http.StateClosed:
+		s.countClosed(c)
+	}
+}
+
+// countClosed counts a connection that closed before a handler had its
+// request. A connection closed while idle, or after its handler, closed
+// normally.
+func (s *Server) countClosed(c *trackedConn) {
+	var n *atomic.Int64
+	g := s.acquire()
+	defer g.inflight.Add(-1)
+	switch c.phase.Load() {
+	case phaseNew:
+		n = &g.http.closedBeforeRequest
+		if c.readTimedOut.Load() {
+			n = &g.http.headerTimeouts
+		}
+	case phasePending:
+		if c.rejected.Load() {
+			return // counted when the answer was written
+		}
+		n = &g.http.closedMidHeader
+		if c.readTimedOut.Load() {
+			n = &g.http.headerTimeouts
+		}
+	default:
+		return
+	}
+	n.Add(1)
+}
+
+// markServing records that a handler took the request on req's connection.
+func markServing(req *http.Request) {
+	if c, ok := requestConn(req).(*trackedConn); ok {
+		c.phase.Store(phaseServing)
+		c.readTimedOut.Store(false)
+	}
+}
+
+// Classes of the lines net/http writes to its ErrorLog.
+var serverLogClasses = [...]struct{ contains, class string }{
+	{"http: TLS handshake error", "tls_handshake"},
+	{"http: panic serving", "panic"},
+	{"http: Accept error", "accept"},
+	{"superfluous response.WriteHeader", "superfluous_write_header"},
+	{"on hijacked connection", "hijacked_write"},
+	{"http: invalid Content-Length", "invalid_content_length"},
+	{"Transfer-Encoding of", "conflicting_length"},
+	{"http2: ", "http2"},
+}
+
+// otherServerLog is the class of a line no entry matches.
+const otherServerLog = "other"
+
+// classifyServerLog names the class of an ErrorLog line (one of
+// serverLogClasses, or "other"): the set is fixed, so a client that makes
+// the server log cannot grow the table.
+func classifyServerLog(line string) string {
+	for _, c := range serverLogClasses {
+		if strings.Contains(line, c.contains) {
+			return c.class
+		}
+	}
+	return otherServerLog
+}
+
+// serverLog is http.Server.ErrorLog's destination: it counts each line by
+// class and prints it to the standard logger, as net/http does without an
+// ErrorLog.
+type serverLog struct{ s *Server }
+
+func (l serverLog) Write(p []byte) (int, error) {
+	line := string(p)
+	g := l.s.acquire()
+	g.http.errorLog.add(classifyServerLog(line), 1)
+	g.inflight.Add(-1)
+	log.Print(strings.TrimSuffix(line, "\n"))
+	return len(p), nil
+}
+
+// httpLayerCounters are the HTTPLayer counters of one generation.
+type httpLayerCounters struct {
+	connections         atomic.Int64
+	closedBeforeRequest atomic.Int64
+	closedMidHeader     atomic.Int64
+	headerTimeouts      atomic.Int64
+	rejected            [600]atomic.Int64 // by status; 0: unreadable
+	writeTimeouts       atomic.Int64
+	errorLog            reasonCounter // by class (a fixed set)
+}
+
+// HTTPLayer counts what Go's HTTP server did on connections served through
+// Server.Listener before (or instead of) a handler, and the answers it cut.
+type HTTPLayer struct {
+	// Connections accepted.
+	Connections int64 `json:"connections"`
+	// ClosedBeforeRequest: closed without sending a byte (clients' spare
+	// connections do this too).
+	ClosedBeforeRequest int64 `json:"closed_before_request"`
+	// ClosedMidHeader: the client closed in the middle of a header.
+	ClosedMidHeader int64 `json:"closed_mid_header"`
+	// HeaderTimeouts: cut by ReadHeaderTimeout before the header was complete.
+	HeaderTimeouts int64 `json:"header_timeouts"`
+	// Rejected: answered by net/http itself, by status ("431" header over
+	// the cap, "400" a request that does not parse, TLS bytes included,
+	// "501" unknown transfer coding, "417" unknown expectation).
+	Rejected map[string]int64 `json:"rejected"`
+	// WriteTimeouts: connections whose answer missed its write deadline
+	// (the client did not read it in time).
+	WriteTimeouts int64 `json:"write_timeouts"`
+	// ErrorLog: lines net/http logged, by class.
+	ErrorLog map[string]int64 `json:"error_log"`
+}
+
+func (h *httpLayerCounters) snapshot() HTTPLayer {
+	out := HTTPLayer{
+		Connections:         h.connections.Load(),
+		ClosedBeforeRequest: h.closedBeforeRequest.Load(),
+		ClosedMidHeader:     h.closedMidHeader.Load(),
+		HeaderTimeouts:      h.headerTimeouts.Load(),
+		Rejected:            map[string]int64{},
+		WriteTimeouts:       h.writeTimeouts.Load(),
+		ErrorLog:            h.errorLog.snapshot(),
+	}
+	for code := range h.rejected {
+		if n := h.rejected[code].Load(); n != 0 {
+			out.Rejected[itoaStatus(code)] = n
+		}
+	}
+	return out
+}
+
+func itoaStatus(code int) string {
+	if code == 0 {
+		return "unreadable"
+	}
+	return strconv.Itoa(code)
+}
