@@ -414,6 +414,9 @@ func TestPerfRecording(t *testing.T) {
 	}
 	bin := standin(t)
 	cfg := quick(200) // more samples than at 50/s
+	// perf attaches while the window runs; on a loaded machine that took
+	// most of quick's 1.5 s (a CI-like run recorded no sample at all).
+	cfg.Duration = 3 * time.Second
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
