@@ -14,7 +14,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -267,14 +266,6 @@ func TestAbuseClientGoneIsDropped(t *testing.T) {
 	}
 }
 
-// heapAfterGC is the heap in use after a collection.
-func heapAfterGC() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // TestAbuseUnreadProjects: clients request /projects for 100k projects and
 // never read the answer. Before the fix each held a whole marshalled list
 // (≈ 17 MB) for as long as it kept the connection open; now the list is
@@ -294,7 +285,7 @@ func TestAbuseUnreadProjects(t *testing.T) {
 	entered := signalOn(srv, "unread", clients)
 	done := make(chan struct{}, clients)
 	addr := serveHTTPServer(t, srv, func(hs *http.Server) { signalDone(hs, "unread", done) })
-	base := heapAfterGC()
+	base := testutil.LiveHeap()
 	for i := 0; i < clients; i++ {
 		conn := rawConn(t, addr, "GET /projects HTTP/1.1\r\nHost: x\r\n"+abuseHeader+": unread\r\n\r\n")
 		defer conn.Close()
@@ -306,7 +297,7 @@ func TestAbuseUnreadProjects(t *testing.T) {
 	// sample held each client's whole list, built before the first byte.)
 	least := uint64(math.MaxUint64)
 	for i := 0; i < 10; i++ {
-		least = min(least, heapAfterGC())
+		least = min(least, testutil.LiveHeap())
 		time.Sleep(50 * time.Millisecond)
 	}
 	held := int64(least) - int64(base)

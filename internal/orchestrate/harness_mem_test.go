@@ -2,21 +2,10 @@ package orchestrate
 
 import (
 	"context"
-	"runtime"
 	"testing"
-)
 
-// liveHeap is the live heap after one collection. It is read before the
-// first step and after the last only: a collection between steps would
-// hide garbage that earlier steps leave resident, and one collection
-// leaves what a step put in sync.Pools (now in their victim caches)
-// counted.
-func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
+	"github.com/relayload/relayload/internal/testutil"
+)
 
 // TestHarnessMemoryFlat runs the same harness step three times. The live
 // heap after them must be what it was before the first (nothing of a step
@@ -31,12 +20,16 @@ func TestHarnessMemoryFlat(t *testing.T) {
 	cfg.PoolSize = 2000 // a long-lived heap like a real run's makes collections rare
 	cfg.WorkDir = t.TempDir()
 	var log struct{ first, done uint64 }
+	// The live heap is read before the first step and after the last
+	// only: a collection between steps would hide garbage that earlier
+	// steps leave resident, and one collection leaves what a step put in
+	// sync.Pools (now in their victim caches) counted.
 	cfg.onStep = func(st *Step, done bool) {
 		switch {
 		case st.Index == 1 && !done:
-			log.first = liveHeap()
+			log.first = testutil.LiveHeap()
 		case st.Index == 3 && done:
-			log.done = liveHeap()
+			log.done = testutil.LiveHeap()
 		}
 	}
 	rep, err := Run(context.Background(), cfg)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -120,4 +121,12 @@ func (o *Output) String() string {
 // whether it did.
 func (o *Output) WaitFor(s string, timeout time.Duration) bool {
 	return Eventually(timeout, func() bool { return strings.Contains(o.String(), s) })
+}
+
+// LiveHeap is the heap in use after a collection: what is still reachable.
+func LiveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
