@@ -237,3 +237,21 @@ func TestFailOn(t *testing.T) {
 		t.Errorf("bad --fail-on: exit %d %q", code, stderr.String())
 	}
 }
+
+func TestRelayReportBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", "x"}, "--relay-bin and --out are required"},
+		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--kind-rate", "0"}, "--kind-rate 0: want a rate above 0"},
+		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--relay-config", "/nonexistent.yml"}, "--relay-config"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"relay-report"}, tc.args...), &stdout, &stderr)
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "orchestrate relay-report: ") {
+			t.Errorf("%v: exit %d, stderr %q, want exit 2 and one line with %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}

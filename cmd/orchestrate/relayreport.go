@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/relayreport"
 )
 
@@ -20,7 +21,7 @@ const relayReportUsage = `orchestrate relay-report: cost per kind, mixed capacit
 Relay's signature timer, into one report.md.
 
 Usage:
-  orchestrate relay-report --relay-bin PATH --out DIR [--duration 30s] [--perf]
+  orchestrate relay-report --relay-bin PATH --out DIR [--duration 30s] [--perf] [--relay-config FILE]
 
 Options:
 `
@@ -37,6 +38,7 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 		kindRate = fs.Float64("kind-rate", 300, "rate of the cost-per-kind steps")
 		perf     = fs.Bool("perf", false, "record the errors step with perf and break its CPU down")
 		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
+		conf     = fs.String("relay-config", "", "YAML file merged into every step's generated config.yml (null removes a key)")
 	)
 	err := cli.Parse(fs, args, stdout, relayReportUsage)
 	switch {
@@ -52,10 +54,16 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 	default:
 		err = cli.Positive("--duration", *duration)
 	}
+	var overrides relayconfig.Config
+	if err == nil && *conf != "" {
+		if overrides, err = relayconfig.LoadOverrides(*conf); err != nil {
+			err = cli.Usagef("--relay-config: %w", err)
+		}
+	}
 	if err != nil {
 		return cli.Exit(prog, err, stderr, nil)
 	}
-	o := relayreport.Options{RelayBin: *relayBin, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf, Log: stderr}
+	o := relayreport.Options{RelayBin: *relayBin, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf, Log: stderr, RelayConfig: overrides}
 	if *quiet {
 		o.Log = io.Discard
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/internal/report"
 )
@@ -37,6 +38,8 @@ type Options struct {
 	Perf bool
 	// Log receives progress lines.
 	Log io.Writer
+	// RelayConfig overrides are merged into every step's config.yml.
+	RelayConfig relayconfig.Config
 }
 
 // Kinds costed one at a time, in the seed's order.
@@ -94,7 +97,7 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 	defer func() { card.Took = time.Since(card.Started) }()
 	base := orchestrate.Config{
 		Builds: []orchestrate.Build{{Name: "relay", Bin: o.RelayBin}}, Duration: o.Duration, Log: o.Log,
-		Warmup: o.Warmup, Idle: o.Idle, Seed: 1,
+		Warmup: o.Warmup, Idle: o.Idle, Seed: 1, RelayConfig: o.RelayConfig,
 		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer},
 	}
 	section := func(name string, mod func(*orchestrate.Config)) (*orchestrate.Report, error) {
