@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,16 +47,20 @@ func build(t testing.TB, o Options) *Pool {
 	return p
 }
 
-// shared pools, built once per test binary run
-var (
-	mixedPool *Pool // default mix, 2000 entries
-)
+// mixedPool is the default mix, 2000 entries, built once per test binary
+// run and shared by parallel tests (which only read it).
+var mixedPool struct {
+	sync.Mutex
+	p *Pool
+}
 
 func mixed(t testing.TB) *Pool {
-	if mixedPool == nil {
-		mixedPool = build(t, Options{Seed: 11, Size: 2000})
+	mixedPool.Lock()
+	defer mixedPool.Unlock()
+	if mixedPool.p == nil {
+		mixedPool.p = build(t, Options{Seed: 11, Size: 2000})
 	}
-	return mixedPool
+	return mixedPool.p
 }
 
 func TestDeterminism(t *testing.T) {
@@ -97,6 +102,7 @@ func TestDeterminism(t *testing.T) {
 }
 
 func TestEveryEntryParses(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	p := mixed(t)
 	var s envelope.Summary
 	wantTypes := map[Kind][]string{
@@ -199,6 +205,7 @@ func header(t *testing.T, p *Pool, i int) map[string]any {
 }
 
 func TestErrorShape(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	p := build(t, Options{Seed: 12, Size: 1200, Mix: Mix{KindError: 1}})
 	seenPlatforms := map[string]bool{}
 	n := 0
@@ -480,6 +487,7 @@ func TestCanaries(t *testing.T) {
 // TestCanaryPlaces checks the JSON paths of the canaries in error events,
 // transactions and logs against canary.Kind.Where.
 func TestCanaryPlaces(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	p := mixed(t)
 	byName := map[string]canary.Kind{}
 	for _, k := range canary.Kinds() {
@@ -587,6 +595,7 @@ func TestCanaryPlaces(t *testing.T) {
 }
 
 func TestMixProportions(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	size := 100_000
 	m, err := ParseMix(DefaultMix)
 	if err != nil {
@@ -793,6 +802,7 @@ func TestForwardedFor(t *testing.T) {
 }
 
 func TestEncodings(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	dec := compression.NewDecoder(64 << 20)
 	ps := testProjects(t, 5)
 	for _, enc := range compression.Encodings() {
@@ -901,6 +911,7 @@ func TestEntriesDoNotOverlap(t *testing.T) {
 // TestNoDuplicateKeys: no JSON object in any header or payload repeats a
 // key (parsers disagree on which one wins).
 func TestNoDuplicateKeys(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	if checkDuplicateKeys(json.NewDecoder(strings.NewReader(`{"x":[{"a":1,"b":{"a":2},"a":3}]}`))) == nil {
 		t.Fatal("checker misses a duplicate")
 	}
@@ -977,6 +988,7 @@ func TestLogTimes(t *testing.T) {
 // and transactions, attrs.user_agent of every session item,
 // user_agent.original of browser logs; and nowhere a different agent.
 func TestAgentWhereRelayReadsIt(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	p := mixed(t)
 	seen := map[Kind]int{}
 	for i, e := range p.Entries {

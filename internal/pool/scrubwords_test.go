@@ -32,6 +32,7 @@ var (
 // canaries. Paths the data scrubber skips (frame filename/abs_path,
 // exception value, the User-Agent header) are skipped here too.
 func TestOnlyCanariesMatchScrubbingRules(t *testing.T) {
+	t.Parallel() // CPU-bound; reads the shared pool only
 	size := 500
 	if raceEnabled {
 		size = 100
