@@ -36,6 +36,8 @@ Options:
 `
 
 func main() {
+	// Before anything else: this may re-execute the program (same PID).
+	orchestrate.QuietSysmon()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

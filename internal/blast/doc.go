@@ -14,10 +14,13 @@
 // and the shards it covers, so Merge refuses results of different
 // schedules and any run or shard given twice.
 //
-// Go timers on the target VMs fire about 1 ms late for any sub-millisecond
-// sleep (the netpoller waits with epoll_wait, whose timeout is in ms), so
-// the pacer wakes about once a millisecond and releases every slot already
-// due, each stamped with its own intended time. Latency runs from that
+// The pacer releases every slot already due each time it wakes, each
+// stamped with its own intended time. Go's runtime timers wake an idle
+// process on whole milliseconds (the netpoller's epoll_wait timeout is in
+// ms, truncated), so on Linux the pacer sleeps a millisecond or more on a
+// timerfd instead (one wake-up per slot, on time, at rates below 1000/s)
+// and shorter sleeps on a runtime timer (above 1000/s: about one wake-up
+// per millisecond). Latency runs from that
 // intended time to the response, so a stalled generator or server shows up
 // in the latency instead of being hidden; schedule lag (actual send −
 // intended, ≥ 0) and service time (actual send → response) are recorded as

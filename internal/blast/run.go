@@ -97,7 +97,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r.clock = cfg.clock
 	if r.clock == nil {
-		r.clock = newRealClock()
+		r.clock = newPacerClock(ctx)
+		if c, ok := r.clock.(interface{ close() }); ok {
+			defer c.close()
+		}
 	}
 	startWall := time.Now()
 	stopProgress := r.startProgress()

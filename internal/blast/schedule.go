@@ -68,7 +68,9 @@ func (s schedule) pace(ctx context.Context, c clock, release func(k int64, inten
 		if k >= s.end {
 			break
 		}
-		if !c.Sleep(ctx, s.at(k)-now) {
+		// Measured again: releasing the batch took time, and the sleep
+		// is relative.
+		if !c.Sleep(ctx, s.at(k)-c.Now()) {
 			break
 		}
 	}

@@ -58,7 +58,11 @@ type Setup struct {
 	HarnessCPUs      string        `json:"harness_cpus,omitempty"`
 	// HarnessProcs is orchestrate's GOMAXPROCS during the steps: 1 when it
 	// shares unpinned CPUs with Relay (unless GOMAXPROCS is set).
-	HarnessProcs  int              `json:"harness_gomaxprocs"`
+	HarnessProcs int `json:"harness_gomaxprocs"`
+	// HarnessSysmon is how orchestrate's Go runtime ran: SysmonQuiet
+	// (started with GODEBUG schedtrace set, see QuietSysmon) or
+	// SysmonDefault.
+	HarnessSysmon string           `json:"harness_sysmon,omitempty"`
 	Fault         *Fault           `json:"fault,omitempty"`
 	PoolBytes     map[string]int64 `json:"pool_bytes,omitempty"`
 	RelayConfig   map[string]any   `json:"relay_config_overrides,omitempty"`

@@ -128,7 +128,7 @@ func (r *runner) newReport(harnessCPUs string) *Report {
 		Duration: cfg.Duration, Warmup: cfg.Warmup, Idle: cfg.Idle, Seed: cfg.Seed, Projects: cfg.Projects,
 		PoolSize: cfg.PoolSize, UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents,
 		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
-		StatsDMetrics: cfg.StatsDMetrics, HarnessProcs: runtime.GOMAXPROCS(0),
+		StatsDMetrics: cfg.StatsDMetrics, HarnessProcs: runtime.GOMAXPROCS(0), HarnessSysmon: sysmonState(),
 	}
 	if !cfg.Harness() {
 		rep.Setup.VerifyEnvelopeEvery = cfg.VerifyEnvelopeEvery

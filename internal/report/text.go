@@ -690,6 +690,9 @@ func (pg *page) setup() {
 	} else if !rep.Harness {
 		fmt.Fprintf(w, " Relay not pinned: it shares the CPUs with blast and the fake upstream (GOMAXPROCS=%d).", s.HarnessProcs)
 	}
+	if s.HarnessSysmon != "" {
+		fmt.Fprintf(w, " Harness runtime: sysmon %s.", s.HarnessSysmon)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Host: %d CPUs (%s), Linux %s, %s. Started %s, took %s.\n", rep.Host.CPUs, rep.Host.CPUModel, rep.Host.Kernel,
 		rep.Host.GoVersion, rep.Started.UTC().Format("2006-01-02 15:04 UTC"), rep.Finished.Sub(rep.Started).Round(1e9))
