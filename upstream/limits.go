@@ -55,9 +55,9 @@ func checkEnvelopeLimits(sum *envelope.Summary) *httpError {
 		var n *int
 		limit := 0
 		switch itemTypeIndex(it.Type) {
-		case 2, 3: // session, sessions
+		case itemSession, itemSessions:
 			n, limit = &sessions, maxSessionItems
-		case 15, 16, 28: // attachment, user_report, unreal_report
+		case itemAttachment, itemUserReport, itemUnrealReport:
 			n, limit = &attachments, maxAttachmentItems
 		case itemClientReport:
 			reportBytes += it.PayloadEnd - it.PayloadStart
@@ -65,7 +65,7 @@ func checkEnvelopeLimits(sum *envelope.Summary) *httpError {
 				return envelopeLimit(it.Type, fmt.Sprintf("client_report items hold more than %d bytes (limits.max_client_reports_size)", maxClientReportsBytes))
 			}
 			n, limit = &reports, maxClientReportItems
-		case 6: // span
+		case itemSpan:
 			if isContainer(it.ContentType) {
 				continue
 			}

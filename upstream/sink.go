@@ -174,7 +174,7 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 			data = true
 		}
 		switch ti {
-		case 0, 1, 5, 6: // event, transaction, log, span
+		case itemEvent, itemTransaction, itemLog, itemSpan:
 			s.scanCanaries(c, decoded[it.PayloadStart:it.PayloadEnd])
 		}
 	}
@@ -188,7 +188,7 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 // data (metrics, client reports) rather than the data itself.
 func metaItem(ti int) bool {
 	switch ti {
-	case 11, 12, 13, 14: // client_report, metric_buckets, statsd, metric_meta
+	case itemClientReport, itemMetricBuckets, itemStatsd, itemMetricMeta:
 		return true
 	}
 	return false

@@ -26,10 +26,22 @@ var itemTypes = [...]string{
 
 const otherItemType = len(itemTypes) - 1
 
-// Slots of the item types the sink reads beyond counting them.
+// Slots of the item types the sink reads or checks beyond counting them
+// (TestItemTypeSlots holds them to itemTypes).
 const (
+	itemEvent         = 0
+	itemTransaction   = 1
+	itemSession       = 2
+	itemSessions      = 3
+	itemLog           = 5
+	itemSpan          = 6
 	itemClientReport  = 11
 	itemMetricBuckets = 12
+	itemStatsd        = 13
+	itemMetricMeta    = 14
+	itemAttachment    = 15
+	itemUserReport    = 16
+	itemUnrealReport  = 28
 )
 
 // itemTypeIndex maps an item type to its slot without allocating (the
