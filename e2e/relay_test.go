@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
@@ -308,16 +309,8 @@ func processesOf(bin string) []int {
 	if real, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = real
 	}
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return testutil.Pids(func(p procfs.Proc) bool {
+		exe, err := p.Executable()
+		return err == nil && exe == bin
+	})
 }

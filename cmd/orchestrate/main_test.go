@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/relayload/relayload/internal/testutil"
 )
 
@@ -72,36 +72,12 @@ func TestHelp(t *testing.T) {
 
 func TestMain(m *testing.M) { testutil.Main(m) }
 
-func children(ppidOf int) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		var state string
-		var ppid int
-		if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err == nil && ppid == ppidOf {
-			var pid int
-			fmt.Sscanf(e.Name(), "%d", &pid)
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // relayRunning reports whether a child of pid runs bin.
 func relayRunning(pid int, bin string) bool {
-	for _, c := range children(pid) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
-		if strings.Contains(string(b), bin) {
-			return true
-		}
-	}
-	return false
+	return len(testutil.Pids(func(p procfs.Proc) bool {
+		st, err := p.Stat()
+		return err == nil && st.PPID == pid && strings.Contains(testutil.CmdLine(p), bin)
+	})) > 0
 }
 
 // TestSIGINT sends a real SIGINT to the orchestrate binary mid-sweep: it
@@ -135,7 +111,7 @@ func TestSIGINT(t *testing.T) {
 			if midBlast && !relayRunning(cmd.Process.Pid, relay) {
 				t.Fatalf("the relay is not running during the blast")
 			}
-			kids := children(cmd.Process.Pid)
+			kids := testutil.Children(cmd.Process.Pid)
 			if midBlast && len(kids) == 0 {
 				t.Fatal("no child to check")
 			}

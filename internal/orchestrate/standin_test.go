@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/testutil"
@@ -58,13 +59,13 @@ func script(t *testing.T, body string) string {
 // processesMentioning lists live pids whose command line contains s.
 func processesMentioning(s string) []string {
 	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), s) {
-			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+	testutil.Pids(func(p procfs.Proc) bool {
+		c := testutil.CmdLine(p)
+		if strings.Contains(c, s) {
+			out = append(out, strconv.Itoa(p.PID)+": "+c)
 		}
-	}
+		return false
+	})
 	return out
 }
 

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // built is the binaries built by this test binary: package path → file.
@@ -129,4 +131,38 @@ func LiveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// Pids lists the live processes match accepts (read with procfs; a process
+// that exits while it is read is skipped).
+func Pids(match func(procfs.Proc) bool) []int {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, p := range procs {
+		if match(p) {
+			pids = append(pids, p.PID)
+		}
+	}
+	return pids
+}
+
+// Children lists the live children of ppid.
+func Children(ppid int) []int {
+	return Pids(func(p procfs.Proc) bool {
+		st, err := p.Stat()
+		return err == nil && st.PPID == ppid
+	})
+}
+
+// CmdLine is a process's command line, arguments joined by spaces ("" once
+// it has exited).
+func CmdLine(p procfs.Proc) string {
+	args, err := p.CmdLine()
+	if err != nil {
+		return ""
+	}
+	return strings.Join(args, " ")
 }
