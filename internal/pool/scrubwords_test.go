@@ -35,7 +35,7 @@ func TestOnlyCanariesMatchScrubbingRules(t *testing.T) {
 	t.Parallel() // CPU-bound; reads the shared pool only
 	size := 500
 	if raceEnabled {
-		size = 100
+		size = 48
 	}
 	p := build(t, Options{Seed: 31, Size: size, Mix: Mix{KindError: 2, KindTransaction: 1, KindLog: 1}})
 	checked := 0
