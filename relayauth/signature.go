@@ -205,6 +205,14 @@ func checkSignedTime(ts time.Time, maxAge time.Duration, now time.Time) error {
 // matched exactly (encoding/json struct decoding would match "T" too; serde
 // does not); unknown keys are ignored.
 func parseSignatureHeader(header []byte) (t time.Time, alg string, err error) {
+	if ts, alg, ok := parseCompactHeader(header); ok {
+		return ts, alg, nil
+	}
+	return parseHeaderJSON(header)
+}
+
+// parseHeaderJSON is parseSignatureHeader's reading of any JSON object.
+func parseHeaderJSON(header []byte) (t time.Time, alg string, err error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(header, &fields); err != nil || fields == nil {
 		return time.Time{}, "", fmt.Errorf("%w: signature header is not a JSON object", ErrMalformed)
@@ -228,6 +236,44 @@ func parseSignatureHeader(header []byte) (t time.Time, alg string, err error) {
 		return time.Time{}, "", fmt.Errorf("%w: signature header \"t\": %w", ErrMalformed, err)
 	}
 	return t, alg, nil
+}
+
+// parseCompactHeader reads the header in the one form Relay (and Sign)
+// writes it, {"t":"<time>"} or {"t":"<time>","a":"v0"|"v1"}, without
+// encoding/json: on an upstream that checks every forwarded envelope's
+// signature header this was 4% of the harness's CPU against Relay. ok is
+// false for anything else (other keys, spacing, escapes, an unparsable
+// time), which parseSignatureHeader then reads in full; where ok is true
+// the result is the full reading's (FuzzCompactHeaderAgrees).
+func parseCompactHeader(h []byte) (t time.Time, alg string, ok bool) {
+	const open, mid = `{"t":"`, `","a":"`
+	if len(h) < len(open)+2 || string(h[:len(open)]) != open || h[len(h)-1] != '}' {
+		return time.Time{}, "", false
+	}
+	rest := h[len(open) : len(h)-1]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return time.Time{}, "", false
+	}
+	ts, tail := rest[:end], rest[end:]
+	switch string(tail) {
+	case `"`:
+		alg = algRegular
+	case mid + algRegular + `"`:
+		alg = algRegular
+	case mid + algPrehashed + `"`:
+		alg = algPrehashed
+	default:
+		return time.Time{}, "", false
+	}
+	if bytes.IndexByte(ts, '\\') >= 0 {
+		return time.Time{}, "", false
+	}
+	t, err := parseChronoTime(string(ts))
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	return t, alg, true
 }
 
 // parseChronoTime parses an RFC 3339 timestamp as chrono's DateTime<Utc>

@@ -81,3 +81,58 @@ func FuzzCheckSignatureTime(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCompactHeaderAgrees: wherever the compact reading of a signature
+// header answers, the full JSON reading gives the same time and algorithm.
+func FuzzCompactHeaderAgrees(f *testing.F) {
+	for _, h := range []string{
+		`{"t":"2026-11-30T12:00:00Z"}`,
+		`{"t":"2026-11-30T12:00:00.993904Z","a":"v1"}`,
+		`{"t":"2026-11-30T12:00:00.5Z","a":"v0"}`,
+		`{"t":"2026-11-30 12:00:00z"}`,
+		`{"t":"2026-11-30T12:00:00+02:00","a":"v2"}`,
+		`{"t":"2026-11-30T12:00:00Z","a":"v1","x":1}`,
+		`{"t":"2026-11-30T12:00:00\u005a"}`,
+		`{"t":"2026-13-30T12:00:00Z"}`,
+	} {
+		f.Add([]byte(h))
+	}
+	f.Fuzz(func(t *testing.T, h []byte) {
+		ct, calg, ok := parseCompactHeader(h)
+		if !ok {
+			return
+		}
+		jt, jalg, err := parseHeaderJSON(h)
+		if err != nil || !jt.Equal(ct) || jalg != calg {
+			t.Fatalf("%q: compact %v %q, JSON %v %q %v", h, ct, calg, jt, jalg, err)
+		}
+	})
+}
+
+func TestCompactHeaderTakesRelaysForm(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 993904000, time.UTC)
+	for _, tt := range []struct {
+		h   string
+		ok  bool
+		alg string
+	}{
+		{string(signatureHeader(now)), true, algRegular},
+		{`{"t":"2026-11-30T12:00:00.993904Z","a":"v1"}`, true, algPrehashed},
+		{`{"t":"2026-11-30T12:00:00.993904Z","a":"v0"}`, true, algRegular},
+		{`{"a":"v1","t":"2026-11-30T12:00:00.993904Z"}`, false, ""}, // other order: the JSON reading
+		{`{"t": "2026-11-30T12:00:00.993904Z"}`, false, ""},
+		{`{"t":"2026-11-30T12:00:00.993904\u005a"}`, false, ""},
+		{`{"t":"2026-11-30T12:00:00.993904Z","a":"v2"}`, false, ""},
+	} {
+		ts, alg, ok := parseCompactHeader([]byte(tt.h))
+		if ok != tt.ok || ok && (alg != tt.alg || !ts.Equal(now)) {
+			t.Errorf("%s: %v %q %v", tt.h, ts, alg, ok)
+		}
+		// Every one of them still parses the same through parseSignatureHeader.
+		if tt.h != `{"t":"2026-11-30T12:00:00.993904Z","a":"v2"}` {
+			if ts, _, err := parseSignatureHeader([]byte(tt.h)); err != nil || !ts.Equal(now) {
+				t.Errorf("%s: full reading %v %v", tt.h, ts, err)
+			}
+		}
+	}
+}
