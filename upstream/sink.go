@@ -194,11 +194,6 @@ func metaItem(ti int) bool {
 	return false
 }
 
-var (
-	metaKey = []byte(`"_meta"`)
-	remKey  = []byte(`"rem"`)
-)
-
 // scanCanaries counts canaries found in a forwarded payload and whether the
 // payload records a scrubbing remark in _meta.
 func (s *Server) scanCanaries(c *counters, payload []byte) {
@@ -216,7 +211,7 @@ func (s *Server) scanCanaries(c *counters, payload []byte) {
 			c.canaryKept[i].Add(1)
 		}
 	})
-	if m := bytes.Index(payload, metaKey); m >= 0 && bytes.Contains(payload[m:], remKey) {
+	if canary.ScrubRemark(payload) {
 		c.scrubbedItems.Add(1)
 	}
 }

@@ -126,7 +126,7 @@ type Finding struct {
 func Scan(b []byte, fn func(Finding)) {
 	prefix := []byte(Prefix)
 	for {
-		i := bytes.Index(b, prefix)
+		i := indexPrefix(b)
 		if i < 0 {
 			return
 		}
@@ -162,4 +162,41 @@ func Scan(b []byte, fn func(Finding)) {
 		fn(f)
 		b = rest
 	}
+}
+
+// indexPrefix is bytes.Index(b, Prefix) (FuzzIndexAnchored), found by
+// Prefix's 'y': far rarer than its 'r' in event JSON (1% of the pool's
+// payload bytes against 4%), so bytes.IndexByte runs longer between false
+// starts: 1.5 → 4.3 GB/s on the pool's payloads (BenchmarkScanPool).
+func indexPrefix(b []byte) int { return indexAnchored(b, Prefix, 5) }
+
+// indexAnchored is bytes.Index(b, pat) for a pattern whose byte at off is
+// rare in b: it looks for that byte and compares the pattern around it.
+func indexAnchored(b []byte, pat string, off int) int {
+	anchor := pat[off]
+	from := off
+	for from < len(b) {
+		j := bytes.IndexByte(b[from:], anchor)
+		if j < 0 {
+			return -1
+		}
+		at := from + j - off
+		if at+len(pat) <= len(b) && string(b[at:at+len(pat)]) == pat {
+			return at
+		}
+		from += j + 1
+	}
+	return -1
+}
+
+// metaKey is the key Relay records its remarks under ('_' is the rare byte:
+// '"' is 11% of event JSON).
+const metaKey = `"_meta"`
+
+// ScrubRemark reports whether a payload Relay forwarded carries a "rem"
+// (remark) under "_meta", which Relay writes where it scrubbed or changed a
+// value.
+func ScrubRemark(payload []byte) bool {
+	m := indexAnchored(payload, metaKey, 1)
+	return m >= 0 && bytes.Contains(payload[m:], []byte(`"rem"`))
 }

@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -97,5 +98,40 @@ func BenchmarkScan10KB(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Scan(payload, func(Finding) {})
+	}
+}
+
+// FuzzIndexAnchored: indexAnchored finds what bytes.Index finds, for the
+// two patterns it is used with, whatever byte anchors them.
+func FuzzIndexAnchored(f *testing.F) {
+	for _, s := range []string{"", "rlcnry-", "xrlcnry-cc-abcde", "rlcnryrlcnry-", "yyyyyrlcnry-", "rlcnr", "rlcnry", "typekey rlcnry-pw-aaaaa", `{"a":1,"_meta":{"x":{"":{"rem":[]}}}}`, `"_met_meta"`} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, off uint8) {
+		for _, pat := range []string{Prefix, metaKey} {
+			o := int(off) % len(pat)
+			if got, want := indexAnchored(b, pat, o), bytes.Index(b, []byte(pat)); got != want {
+				t.Fatalf("%q in %q (anchor %d): indexAnchored %d, bytes.Index %d", pat, b, o, got, want)
+			}
+		}
+		if indexPrefix(b) != bytes.Index(b, []byte(Prefix)) {
+			t.Fatalf("%q: indexPrefix", b)
+		}
+	})
+}
+
+func TestScrubRemark(t *testing.T) {
+	for _, tt := range []struct {
+		payload string
+		want    bool
+	}{
+		{`{"user":{"ip_address":null},"_meta":{"user":{"ip_address":{"":{"rem":[["@ip","x"]]}}}}}`, true},
+		{`{"_meta":{"a":{"":{"len":3}}}}`, false},
+		{`{"rem":1,"x":"_meta"}`, false},
+		{`{"a":"b"}`, false},
+	} {
+		if got := ScrubRemark([]byte(tt.payload)); got != tt.want {
+			t.Errorf("%s: %v", tt.payload, got)
+		}
 	}
 }
