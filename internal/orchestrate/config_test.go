@@ -170,6 +170,22 @@ func TestJudgeNotes(t *testing.T) {
 	if len(st.Notes) != 0 {
 		t.Errorf("harness: %v", st.Notes)
 	}
+	// Above 5% of Relay's CPU the harness says so.
+	for _, tt := range []struct {
+		cpu  CPU
+		want string
+	}{
+		{CPU{LoadCores: 1.8, HarnessCores: 0.09, HarnessShare: 5}, ""},
+		{CPU{LoadCores: 1.8, HarnessCores: 0.15, HarnessShare: 8.3},
+			"the harness (blast, the fake upstream) used 0.15 cores over the window, 8% of Relay's 1.80: on one machine that is CPU Relay could not use"},
+	} {
+		st = &Step{Rate: 100, Sent: 100, OK: 100, AchievedRate: 100, Drain: Drain{Settled: true}, CPU: tt.cpu}
+		judge(st, cfg, false)
+		notes := strings.Join(st.Notes, "|")
+		if tt.want == "" && strings.Contains(notes, "the harness") || !strings.Contains(notes, tt.want) {
+			t.Errorf("%+v: notes %q, want %q", tt.cpu, notes, tt.want)
+		}
+	}
 }
 
 // TestJudgeQuota429 checks that 429s the configured quotas ask for are not

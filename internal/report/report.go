@@ -91,6 +91,7 @@ var csvHeader = []string{
 	"ready_s", "drain_s", "shutdown_s", "shutdown_killed", "loadavg_before", "loadavg_after", "error",
 	"forwarded", "forwarded_rate", "backlog_end", "backlog_growth_per_s", "catch_up_s", "rss_slope_mib_per_s",
 	"cost_span_s", "cost_cpu_s", "cost_envelopes", "stopped_early", "concurrency",
+	"harness_cores", "harness_share_pct",
 }
 
 // CSV writes one row per step.
@@ -115,6 +116,7 @@ func CSV(w io.Writer, rep *orchestrate.Report) error {
 			i(st.Upstream.Forwarded), g(st.Steady.ForwardedRate, 2), i(st.Steady.BacklogEnd), g(st.Steady.BacklogGrowth, 2),
 			catchUpSecs(st.Steady.CatchUp), g(st.Steady.RSSSlope, 3),
 			g(st.CPU.CostSpan.Seconds(), 3), g(st.CPU.CostCPUSecs, 4), i(st.CPU.CostEnvelopes), st.StoppedEarly, strconv.Itoa(st.Concurrency),
+			g(st.CPU.HarnessCores, 4), g(st.CPU.HarnessShare, 2),
 		}
 		if err := cw.Write(row); err != nil {
 			return err
