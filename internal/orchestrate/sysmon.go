@@ -1,12 +1,13 @@
 package orchestrate
 
 import (
-	"bytes"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/prometheus/procfs"
 )
 
 // Why orchestrate runs with GODEBUG=schedtrace set.
@@ -93,16 +94,20 @@ func QuietSysmon() {
 // sysmonState says how this process's runtime was started: quiet when its
 // initial environment (which the runtime read) set schedtrace above 0.
 func sysmonState() string {
-	b, err := os.ReadFile("/proc/self/environ")
+	self, err := procfs.Self()
 	if err != nil {
 		return SysmonDefault
 	}
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		v, ok := bytes.CutPrefix(kv, []byte("GODEBUG="))
+	environ, err := self.Environ()
+	if err != nil {
+		return SysmonDefault
+	}
+	for _, kv := range environ {
+		v, ok := strings.CutPrefix(kv, "GODEBUG=")
 		if !ok {
 			continue
 		}
-		if s, named := godebugValue(string(v), schedtraceKey); named {
+		if s, named := godebugValue(v, schedtraceKey); named {
 			if n, err := strconv.Atoi(s); err == nil && n > 0 {
 				return SysmonQuiet
 			}
