@@ -25,7 +25,7 @@ type options struct {
 
 	duration, warmup, idle, readyTO, shutTO, warmTO, drainTO, maxCatchUp, maxP99, timeout time.Duration
 
-	inbound, findMax, keep, uniqueUA, quiet bool
+	inbound, findMax, keep, uniqueUA, quiet, perfHarness bool
 
 	compare, metrics cli.List
 	quotas           cli.Repeated
@@ -61,6 +61,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.logLevel, "relay-log-level", "info", "Relay's logging.level")
 	fs.StringVar(&o.perfFile, "perf", "", "record Relay with perf over each measured window into FILE")
 	fs.StringVar(&o.callGraph, "call-graph", "dwarf", "perf --call-graph mode: dwarf, lbr or fp")
+	fs.BoolVar(&o.perfHarness, "perf-harness", false, "with --perf, also record orchestrate itself and split the harness's CPU into blast, the fake upstream, the Go scheduler and the rest")
 	fs.StringVar(&o.statsdAddr, "statsd", "", "send Relay's StatsD metrics to ADDR (host:port)")
 	fs.StringVar(&o.statsdListen, "statsd-listen", "", "run the built-in StatsD receiver on ADDR (e.g. 127.0.0.1:0) and point Relay at it")
 	fs.Var(&o.metrics, "statsd-metric", "timer or counter to report from --statsd-listen (repeatable or comma-separated)")
@@ -92,7 +93,7 @@ func flagNames() map[string]string {
 		"MaxCatchUp": "--max-catch-up", "Seed": "--seed", "Projects": "--projects", "PoolSize": "--pool", "Mix": "--mix",
 		"UserAgents": "--user-agents", "Encoding": "--encoding", "MaxInflight": "--max-inflight", "Timeout": "--timeout",
 		"RelayCPUs": "--relay-cpus", "HarnessCPUs": "--harness-cpus", "RelayConfig": "--relay-config",
-		"RelayLogLevel": "--relay-log-level", "Perf": "--perf", "CallGraph": "--call-graph", "StatsD": "--statsd",
+		"RelayLogLevel": "--relay-log-level", "Perf": "--perf", "CallGraph": "--call-graph", "PerfHarness": "--perf-harness", "StatsD": "--statsd",
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "VerifyEnvelopeEvery": "--verify-envelope-every", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on",
@@ -231,6 +232,7 @@ func (o *options) specs(cfg *orchestrate.Config) error {
 	if o.perfFile != "" {
 		cfg.Perf, cfg.CallGraph = o.perfFile, o.callGraph
 	}
+	cfg.PerfHarness = o.perfHarness
 	if o.fault != "" {
 		if cfg.Fault, err = orchestrate.ParseFault(o.fault); err != nil {
 			return err // a configerr: rendered as --fault

@@ -139,6 +139,11 @@ type Config struct {
 	// (a suffix per step is added when there are several steps).
 	Perf      string
 	CallGraph string // perf --call-graph mode (dwarf, lbr, fp); default dwarf
+	// PerfHarness also records orchestrate itself (blast, the fake upstream)
+	// with perf over each measured window, next to Relay's recording
+	// ("-harness" before the extension), and splits the harness's cores by
+	// what its samples were doing (CPU.HarnessSplit).
+	PerfHarness bool
 
 	// StatsD sends Relay's metrics to an external server; StatsDListen runs
 	// the built-in receiver there instead; StatsDMetrics are timer names
@@ -351,6 +356,9 @@ func (c *Config) checkRelayOptions() error {
 				return configerr.New(x.field, "needs a Relay to measure (%s)", "Builds")
 			}
 		}
+	}
+	if c.PerfHarness && c.Perf == "" {
+		return configerr.New("PerfHarness", "needs %s (the harness's recording goes next to Relay's)", "Perf")
 	}
 	if c.Perf != "" && c.CallGraph == "" {
 		c.CallGraph = "dwarf"

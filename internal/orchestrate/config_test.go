@@ -51,6 +51,7 @@ func TestConfigValidation(t *testing.T) {
 			c.StatsD, c.StatsDListen = "a:1", "b:2"
 		}, "StatsDListen: cannot be used with StatsD"},
 		{"metric without receiver", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.StatsDMetrics = []string{"x"} }, "StatsDMetrics: needs StatsDListen"},
+		{"harness perf without perf", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.PerfHarness = true }, "PerfHarness: needs Perf"},
 		{"perf without relay", func(c *Config) { c.Perf = "x.data" }, "Perf: needs a Relay to measure (Builds)"},
 		{"bad cpus", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.RelayCPUs = "1-0" }, "cpu list"},
 		{"bad call graph", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.Perf, c.CallGraph = "p", "magic" }, "CallGraph: \"magic\": want dwarf, lbr or fp"},
@@ -170,7 +171,8 @@ func TestJudgeNotes(t *testing.T) {
 	if len(st.Notes) != 0 {
 		t.Errorf("harness: %v", st.Notes)
 	}
-	// Above 5% of Relay's CPU the harness says so.
+	// Above 5% of Relay's CPU the harness says so, and how its CPU split
+	// where it was recorded.
 	for _, tt := range []struct {
 		cpu  CPU
 		want string
@@ -178,6 +180,8 @@ func TestJudgeNotes(t *testing.T) {
 		{CPU{LoadCores: 1.8, HarnessCores: 0.09, HarnessShare: 5}, ""},
 		{CPU{LoadCores: 1.8, HarnessCores: 0.15, HarnessShare: 8.3},
 			"the harness (blast, the fake upstream) used 0.15 cores over the window, 8% of Relay's 1.80: on one machine that is CPU Relay could not use"},
+		{CPU{LoadCores: 1.8, HarnessCores: 0.15, HarnessShare: 8.3, HarnessSplit: &HarnessSplit{BlastCores: 0.042, UpstreamCores: 0.074, SchedulerCores: 0.031, OtherCores: 0.003}},
+			"the harness (blast, the fake upstream) used 0.15 cores (blast 0.042, the fake upstream 0.074, the Go scheduler 0.031, the rest 0.003) over the window, 8% of Relay's 1.80"},
 	} {
 		st = &Step{Rate: 100, Sent: 100, OK: 100, AchievedRate: 100, Drain: Drain{Settled: true}, CPU: tt.cpu}
 		judge(st, cfg, false)

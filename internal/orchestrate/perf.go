@@ -110,13 +110,35 @@ type perfRun struct {
 	done chan struct{}
 }
 
+// start records pid into file at the plan's sampling frequency and
+// call-graph mode (chosen for Relay).
 func (p *perfPlan) start(pid int, file string) (*perfRun, error) {
+	return p.record(pid, file, p.callGraph, "-F", strconv.Itoa(p.freq))
+}
+
+// startHarness records orchestrate itself: with frame pointers (Go keeps
+// them; perf's DWARF unwinding left Go stacks at their leaf frame) and a
+// fixed period of about 1 ms of CPU per sample. In frequency mode perf's
+// per-thread period adapts badly to the harness's many lightly used
+// threads: against Relay 26.4.0 at 450/s it took 523, 218 and 40 samples in
+// three 20 s windows of the same ~0.15 cores.
+func (p *perfPlan) startHarness(pid int, file string) (*perfRun, error) {
+	period := "3000000" // cycles: about 1 ms at 3 GHz
+	if p.event == "cpu-clock" {
+		period = "1000000" // ns
+	}
+	return p.record(pid, file, "fp", "-c", period)
+}
+
+// record runs perf record -p pid with the rate arguments given.
+func (p *perfPlan) record(pid int, file, callGraph string, rate ...string) (*perfRun, error) {
 	logf, err := os.Create(file + ".log")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(p.bin, "record", "-q", "-o", file, "-e", p.event, "-F", strconv.Itoa(p.freq),
-		"--call-graph", p.callGraph, "-p", strconv.Itoa(pid))
+	args := append([]string{"record", "-q", "-o", file, "-e", p.event}, rate...)
+	args = append(args, "--call-graph", callGraph, "-p", strconv.Itoa(pid))
+	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -124,7 +146,7 @@ func (p *perfPlan) start(pid int, file string) (*perfRun, error) {
 		return nil, fmt.Errorf("perf: %w", err)
 	}
 	r := &perfRun{cmd: cmd, done: make(chan struct{}),
-		rec: PerfRecord{File: file, Event: p.event, CallGraph: p.callGraph}}
+		rec: PerfRecord{File: file, Event: p.event, CallGraph: callGraph}}
 	go func() { _ = cmd.Wait(); logf.Close(); close(r.done) }()
 	return r, nil
 }
@@ -165,9 +187,9 @@ const perfScriptTimeout = 3 * time.Minute
 const topFunctions = 25
 
 // analyze reads rec back with `perf script` and fills rec.Profile: the top
-// functions, the named groups' shares, and the folded stacks and a flame
+// functions, the shares of groups, and the folded stacks and a flame
 // graph written next to the recording (FILE.folded, flame-NAME.svg).
-func (p *perfPlan) analyze(ctx context.Context, rec *PerfRecord, title string) {
+func (p *perfPlan) analyze(ctx context.Context, rec *PerfRecord, title string, groups []profile.Group) {
 	ctx, cancel := context.WithTimeout(ctx, perfScriptTimeout)
 	defer cancel()
 	prof, err := profile.Run(ctx, p.bin, rec.File)
@@ -182,7 +204,7 @@ func (p *perfPlan) analyze(ctx context.Context, rec *PerfRecord, title string) {
 	for _, f := range prof.Top(topFunctions) {
 		pp.Top = append(pp.Top, FunctionShare{Name: f.Name, Inclusive: f.Inclusive, Self: f.Self})
 	}
-	for _, g := range prof.Groups(profile.DefaultGroups()) {
+	for _, g := range prof.Groups(groups) {
 		pp.Groups = append(pp.Groups, GroupShare{Name: g.Name, Share: g.Inclusive})
 	}
 	base := strings.TrimSuffix(rec.File, filepath.Ext(rec.File))

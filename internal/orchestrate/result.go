@@ -137,6 +137,7 @@ type Step struct {
 	StatsDCounters map[string]float64   `json:"statsd_counters,omitempty"`
 	Fault          *FaultSeen           `json:"fault,omitempty"`
 	Perf           *PerfRecord          `json:"perf,omitempty"`
+	HarnessPerf    *PerfRecord          `json:"harness_perf,omitempty"` // orchestrate itself (Config.PerfHarness)
 
 	Verdict string `json:"verdict"` // VerdictKeptUp, VerdictFellBehind, VerdictHarnessLimited, VerdictFailed, VerdictInterrupted
 	// Partial: the run was interrupted during or after this step's blast;
@@ -232,8 +233,11 @@ type CPU struct {
 	// of Relay's LoadCores: on one machine, CPU Relay could not use.
 	HarnessCores float64 `json:"harness_cores,omitempty"`
 	HarnessShare float64 `json:"harness_share_pct,omitempty"`
-	UserSecs     float64 `json:"total_user_s,omitempty"`
-	SystemSecs   float64 `json:"total_system_s,omitempty"`
+	// HarnessSplit is HarnessCores by what the harness was doing, from its
+	// perf recording (Config.PerfHarness).
+	HarnessSplit *HarnessSplit `json:"harness_split,omitempty"`
+	UserSecs     float64       `json:"total_user_s,omitempty"`
+	SystemSecs   float64       `json:"total_system_s,omitempty"`
 }
 
 // Memory is the measured process's memory.

@@ -420,12 +420,13 @@ func TestPerfRecording(t *testing.T) {
 	cfg := quick(200) // more samples than at 50/s
 	// perf attaches while the window runs; on a loaded machine that took
 	// most of quick's 1.5 s (a CI-like run recorded no sample at all).
-	cfg.Duration = 3 * time.Second
+	cfg.Duration = 4 * time.Second
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	cfg.Perf = filepath.Join(t.TempDir(), "relay.data")
 	cfg.CallGraph = "lbr" // not on this kind of machine: falls back to dwarf
+	cfg.PerfHarness = true
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		// Unprivileged users may be denied perf_event_open; root (as in
@@ -481,6 +482,31 @@ func TestPerfRecording(t *testing.T) {
 		t.Errorf("flame graph %s: %v", pp.Flame, err)
 	}
 	t.Logf("perf %+v; notes %v; %d samples, %.0f%% unwound, top %v", st.Perf, rep.Notes, pp.Samples, pp.Unwound, pp.Top[:min(3, len(pp.Top))])
+
+	// The harness itself was recorded next to it, with frame pointers, and
+	// its cores split (into shares of what the groups matched: this test
+	// binary has no symbol table for perf, so the shares that need Go
+	// function names are cmd/orchestrate's TestPerfHarness).
+	hp := st.HarnessPerf
+	if hp == nil || hp.Exit != "ok" || hp.File != harnessPerfFile(cfg.Perf) || hp.CallGraph != "fp" || hp.Profile == nil || hp.Profile.Note != "" {
+		t.Fatalf("harness perf %+v", hp)
+	}
+	h := st.CPU.HarnessSplit
+	if h == nil {
+		// Without a split the step says why (perf followed too few threads).
+		if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "its CPU is not split") }) {
+			t.Fatalf("no harness split and no note why: %.3f cores, %d samples; notes %v", st.CPU.HarnessCores, hp.Profile.Samples, st.Notes)
+		}
+		t.Logf("no harness split: %v", st.Notes)
+		return
+	}
+	if sum := h.BlastCores + h.UpstreamCores + h.SchedulerCores + h.OtherCores; sum < 0.999*st.CPU.HarnessCores || sum > 1.001*st.CPU.HarnessCores {
+		t.Errorf("split %v adds up to %.4f of %.4f cores", h, sum, st.CPU.HarnessCores)
+	}
+	if svg, err := os.Stat(hp.Profile.Flame); err != nil || svg.Size() == 0 {
+		t.Errorf("harness flame graph %s: %v", hp.Profile.Flame, err)
+	}
+	t.Logf("harness %.3f cores: %v (%d samples)", st.CPU.HarnessCores, h, h.Samples)
 }
 
 func TestPinning(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/profile"
 	"github.com/relayload/relayload/relayauth"
 	"github.com/relayload/relayload/upstream"
 )
@@ -420,6 +421,7 @@ type window struct {
 	relayA, selfA   relayproc.Sample
 	relayOK, selfOK bool
 	perf            *perfRun
+	harnessPerf     *perfRun // orchestrate itself (Config.PerfHarness)
 	closed          bool
 }
 
@@ -461,16 +463,30 @@ func (w *window) begin() {
 		return
 	}
 	file := s.r.perfFile(s.st)
-	p, err := s.r.perf.start(s.sampler.PID(), file)
+	var wg sync.WaitGroup
+	if s.cfg.PerfHarness {
+		// perf takes a while to attach: both start at once.
+		wg.Go(func() {
+			w.startPerf(s.r.perf.startHarness, os.Getpid(), harnessPerfFile(file), &s.st.HarnessPerf, &w.harnessPerf)
+		})
+	}
+	w.startPerf(s.r.perf.start, s.sampler.PID(), file, &s.st.Perf, &w.perf)
+	wg.Wait()
+}
+
+// startPerf records pid into file: the running recording goes to *run, or
+// the record of a failed (or too late) start to *rec.
+func (w *window) startPerf(start func(int, string) (*perfRun, error), pid int, file string, rec **PerfRecord, run **perfRun) {
+	p, err := start(pid, file)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case err != nil:
-		s.st.Perf = &PerfRecord{File: file, Note: err.Error()}
+		*rec = &PerfRecord{File: file, Note: err.Error()}
 	case w.closed: // the step ended while perf started
-		s.st.Perf = p.stop(500 * time.Millisecond)
+		*rec = p.stop(500 * time.Millisecond)
 	default:
-		w.perf = p
+		*run = p
 	}
 }
 
@@ -489,8 +505,8 @@ func (w *window) close() {
 	w.mu.Unlock()
 	relayB, selfB, relayOK, selfOK := w.read()
 	w.mu.Lock()
-	p := w.perf
-	w.perf = nil
+	p, hp := w.perf, w.harnessPerf
+	w.perf, w.harnessPerf = nil, nil
 	cpu := &w.s.st.CPU
 	if w.relayOK && relayOK {
 		cpu.LoadCores = relayproc.Cores(w.relayA, relayB)
@@ -503,12 +519,15 @@ func (w *window) close() {
 		}
 	}
 	w.mu.Unlock()
+	grace := 3 * time.Second
+	if w.s.parent.Err() != nil {
+		grace = 500 * time.Millisecond
+	}
 	if p != nil {
-		grace := 3 * time.Second
-		if w.s.parent.Err() != nil {
-			grace = 500 * time.Millisecond
-		}
 		w.s.st.Perf = p.stop(grace)
+	}
+	if hp != nil {
+		w.s.st.HarnessPerf = hp.stop(grace)
 	}
 	w.s.faults.end(w.s.up)
 }
@@ -652,7 +671,18 @@ func (s *step) collect() {
 	}
 	if st.Perf != nil && st.Perf.Exit == "ok" && s.r.perf != nil && s.parent.Err() == nil {
 		s.r.logf("  reading the perf recording back")
-		s.r.perf.analyze(s.parent, st.Perf, fmt.Sprintf("%s at %s (step %d)", s.build.Name, rateLabel(st.Rate), st.Index))
+		s.r.perf.analyze(s.parent, st.Perf, fmt.Sprintf("%s at %s (step %d)", s.build.Name, rateLabel(st.Rate), st.Index), profile.DefaultGroups())
+	}
+	if hp := st.HarnessPerf; hp != nil && hp.Exit == "ok" && s.parent.Err() == nil {
+		s.r.logf("  reading the harness's perf recording back")
+		s.r.perf.analyze(s.parent, hp, fmt.Sprintf("the harness at %s (step %d)", rateLabel(st.Rate), st.Index), harnessGroups())
+		if hp.Profile != nil {
+			if n := tooFewHarnessSamples(hp.Profile, st.CPU.HarnessCores, s.cfg.Duration.Seconds(), hp.Event); n != "" {
+				st.Notes = append(st.Notes, n)
+			} else {
+				st.CPU.HarnessSplit = splitHarness(hp.Profile, st.CPU.HarnessCores)
+			}
+		}
 	}
 	if s.cfg.Fault != nil {
 		st.Fault = s.faults.report(s.cfg.Fault, s.watch.forwarded(), s.res, s.res.Start.Add(s.res.Warmup), accepted)

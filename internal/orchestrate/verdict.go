@@ -107,8 +107,12 @@ func judge(st *Step, cfg Config, harness bool) {
 			n, kvList(st.Upstream.Canaries.Leaks)))
 	}
 	if st.CPU.HarnessShare > MaxHarnessShare {
-		st.Notes = append(st.Notes, fmt.Sprintf("the harness (blast, the fake upstream) used %.2f cores over the window, %.0f%% of Relay's %.2f: on one machine that is CPU Relay could not use",
-			st.CPU.HarnessCores, st.CPU.HarnessShare, st.CPU.LoadCores))
+		var split string
+		if h := st.CPU.HarnessSplit; h != nil {
+			split = " (" + h.String() + ")"
+		}
+		st.Notes = append(st.Notes, fmt.Sprintf("the harness (blast, the fake upstream) used %.2f cores%s over the window, %.0f%% of Relay's %.2f: on one machine that is CPU Relay could not use",
+			st.CPU.HarnessCores, split, st.CPU.HarnessShare, st.CPU.LoadCores))
 	}
 	if st.Warm.Note != "" && !st.Warm.Complete {
 		st.Reasons = append(st.Reasons, st.Warm.Note)

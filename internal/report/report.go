@@ -91,7 +91,7 @@ var csvHeader = []string{
 	"ready_s", "drain_s", "shutdown_s", "shutdown_killed", "loadavg_before", "loadavg_after", "error",
 	"forwarded", "forwarded_rate", "backlog_end", "backlog_growth_per_s", "catch_up_s", "rss_slope_mib_per_s",
 	"cost_span_s", "cost_cpu_s", "cost_envelopes", "stopped_early", "concurrency",
-	"harness_cores", "harness_share_pct",
+	"harness_cores", "harness_share_pct", "harness_blast_cores", "harness_upstream_cores", "harness_scheduler_cores", "harness_other_cores",
 }
 
 // CSV writes one row per step.
@@ -117,6 +117,11 @@ func CSV(w io.Writer, rep *orchestrate.Report) error {
 			catchUpSecs(st.Steady.CatchUp), g(st.Steady.RSSSlope, 3),
 			g(st.CPU.CostSpan.Seconds(), 3), g(st.CPU.CostCPUSecs, 4), i(st.CPU.CostEnvelopes), st.StoppedEarly, strconv.Itoa(st.Concurrency),
 			g(st.CPU.HarnessCores, 4), g(st.CPU.HarnessShare, 2),
+		}
+		if h := st.CPU.HarnessSplit; h != nil {
+			row = append(row, g(h.BlastCores, 4), g(h.UpstreamCores, 4), g(h.SchedulerCores, 4), g(h.OtherCores, 4))
+		} else {
+			row = append(row, "", "", "", "")
 		}
 		if err := cw.Write(row); err != nil {
 			return err

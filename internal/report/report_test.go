@@ -73,7 +73,8 @@ func sample() *orchestrate.Report {
 					AchievedRate: rate, AcceptedRate: rate, Latency: orchestrate.Quantiles{P50: 1, P90: 3, P99: 9, Max: 40},
 					CPU: orchestrate.CPU{NetCores: cores, MsPerEnv: cores * 1000 / rate, IdleCores: 0.01,
 						CostSpan: 14 * time.Second, CostCPUSecs: cores * 14, CostEnvelopes: sent,
-						HarnessCores: 0.04, HarnessShare: 8},
+						HarnessCores: 0.04, HarnessShare: 8,
+						HarnessSplit: &orchestrate.HarnessSplit{BlastCores: 0.01, UpstreamCores: 0.02, SchedulerCores: 0.008, OtherCores: 0.002, Samples: 500}},
 					Memory: orchestrate.Memory{PeakRSS: 100 << 20},
 					Upstream: orchestrate.UpstreamSeen{Envelopes: sent + 40, Forwarded: sent, ItemsByType: map[string]int64{"event": sent},
 						Outcomes: []upstream.OutcomeRow{{Outcome: "filtered", Category: "error", Reason: "web-crawlers", Quantity: 3}}},
@@ -266,7 +267,8 @@ func TestWrite(t *testing.T) {
 	for name, want := range map[string]string{
 		"forwarded": "6000", "forwarded_rate": "200.00", "backlog_end": "20", "backlog_growth_per_s": "0.50", "catch_up_s": "0.400",
 		"rss_slope_mib_per_s": "0.020", "cost_span_s": "14.000", "cost_cpu_s": "7.0000", "cost_envelopes": "6000", "stopped_early": "", "concurrency": "0",
-		"harness_cores": "0.0400", "harness_share_pct": "8.00",
+		"harness_cores": "0.0400", "harness_share_pct": "8.00", "harness_blast_cores": "0.0100", "harness_upstream_cores": "0.0200",
+		"harness_scheduler_cores": "0.0080", "harness_other_cores": "0.0020",
 	} {
 		if got := col(1, name); got != want {
 			t.Errorf("csv row 1 %s = %q, want %q", name, got, want)

@@ -1,0 +1,123 @@
+package orchestrate
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/relayload/relayload/internal/profile"
+)
+
+// HarnessSplit is the harness's CPU over the measured window split by what
+// its perf samples were doing: blast sending to Relay, the fake upstream
+// answering Relay (net/http included), the Go scheduler waiting on and
+// waking for the network, and the rest (the collector, sampling Relay,
+// StatsD, unwound nowhere). Cores are shares of HarnessCores in proportion
+// to the samples' weight. (Go's own CPU profile with goroutine labels was
+// tried for this: against Relay 26.4.0 at 450/s it put blast at 0.022 cores
+// in one run and 0.089 in the next; perf's split kept blast within
+// 0.043–0.051 over six runs.)
+type HarnessSplit struct {
+	BlastCores     float64 `json:"blast_cores"`
+	UpstreamCores  float64 `json:"upstream_cores"`
+	SchedulerCores float64 `json:"scheduler_cores"`
+	OtherCores     float64 `json:"other_cores"`
+	Samples        int64   `json:"samples"`
+}
+
+// String is the split as a step's note gives it.
+func (h HarnessSplit) String() string {
+	return fmt.Sprintf("blast %.3f, the fake upstream %.3f, the Go scheduler %.3f, the rest %.3f",
+		h.BlastCores, h.UpstreamCores, h.SchedulerCores, h.OtherCores)
+}
+
+// Names of the harness's groups (PerfProfile.Groups of HarnessPerf).
+const (
+	groupBlast     = "blast"
+	groupUpstream  = "fake upstream"
+	groupScheduler = "Go scheduler"
+)
+
+// harnessGroups tell the harness's work apart by its Go frames. They do not
+// overlap: a goroutine's stack is blast's or the upstream's, and the
+// scheduler runs on its own (g0) stack.
+func harnessGroups() []profile.Group {
+	has := func(subs ...string) func(profile.Frame) bool {
+		return func(f profile.Frame) bool {
+			for _, s := range subs {
+				if strings.Contains(f.Name, s) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return []profile.Group{
+		{Name: groupBlast, Desc: "blast's pacer and senders (fasthttp)", Match: has("relayload/internal/blast.", "valyala/fasthttp.")},
+		{Name: groupUpstream, Desc: "the fake upstream and net/http serving it", Match: has("relayload/upstream.", "net/http.")},
+		{Name: groupScheduler, Desc: "the Go scheduler: finding work, the network poller", Match: has("runtime.schedule", "runtime.findRunnable", "runtime.park_m")},
+	}
+}
+
+// harnessPerfFile is the harness's recording next to Relay's.
+func harnessPerfFile(relayFile string) string {
+	ext := filepath.Ext(relayFile)
+	return strings.TrimSuffix(relayFile, ext) + "-harness" + ext
+}
+
+// perfAttach is how long perf record -p may take to attach on a loaded
+// machine: the recording misses that much of the window.
+const perfAttach = 1500 * time.Millisecond
+
+// tooFewHarnessSamples says why a harness recording cannot be split, or ""
+// when it can. startHarness samples about once per ms of CPU, so cores
+// over a window of secs, less perf's attach time, give at least
+// cores×(secs−1.5)×1000 samples; fewer than half of that, or none in any
+// group, is perf having missed orchestrate's threads. That was seen once in
+// seven runs against Relay 26.4.0: 42 samples, all of the runtime's sysmon
+// thread, where 0.149 cores over 20 s give ~2,980 (the good runs: 2,814 to
+// 2,980).
+func tooFewHarnessSamples(pp *PerfProfile, cores, secs float64, event string) string {
+	want := cores * max(secs-perfAttach.Seconds(), 0.5) * 1000
+	floor := want / 2
+	if event != "cpu-clock" {
+		floor = want / 4 // cycles: the period is 1 ms only at 3 GHz
+	}
+	var grouped float64
+	for _, g := range pp.Groups {
+		grouped += g.Share
+	}
+	switch {
+	case want >= 20 && float64(pp.Samples) < floor:
+		return fmt.Sprintf("the harness's perf recording holds %d samples where its %.3f cores over %.0f s should give at least %.0f (perf did not follow all of orchestrate's threads): its CPU is not split",
+			pp.Samples, cores, secs, want)
+	case pp.Samples > 0 && grouped == 0:
+		return fmt.Sprintf("none of the harness's %d perf samples is of blast, the fake upstream or the Go scheduler (perf missed orchestrate's threads, or orchestrate has no symbol table): its CPU is not split", pp.Samples)
+	}
+	return ""
+}
+
+// splitHarness turns the groups' shares (percent) into cores of the
+// harness's cores; nil without the three groups.
+func splitHarness(pp *PerfProfile, cores float64) *HarnessSplit {
+	if pp == nil {
+		return nil
+	}
+	share := map[string]float64{}
+	for _, g := range pp.Groups {
+		share[g.Name] = g.Share
+	}
+	b, bok := share[groupBlast]
+	u, uok := share[groupUpstream]
+	sc, sok := share[groupScheduler]
+	if !bok || !uok || !sok {
+		return nil
+	}
+	rest := max(0, 100-b-u-sc)
+	return &HarnessSplit{
+		BlastCores: cores * b / 100, UpstreamCores: cores * u / 100,
+		SchedulerCores: cores * sc / 100, OtherCores: cores * rest / 100,
+		Samples: pp.Samples,
+	}
+}
