@@ -40,6 +40,9 @@ type Options struct {
 	Log io.Writer
 	// RelayConfig overrides are merged into every step's config.yml.
 	RelayConfig relayconfig.Config
+	// PoolSize is each section's envelope pool (orchestrate's default when
+	// 0); every section builds its own.
+	PoolSize int
 }
 
 // Kinds costed one at a time, in the seed's order.
@@ -97,7 +100,7 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 	defer func() { card.Took = time.Since(card.Started) }()
 	base := orchestrate.Config{
 		Builds: []orchestrate.Build{{Name: "relay", Bin: o.RelayBin}}, Duration: o.Duration, Log: o.Log,
-		Warmup: o.Warmup, Idle: o.Idle, Seed: 1, RelayConfig: o.RelayConfig,
+		Warmup: o.Warmup, Idle: o.Idle, Seed: 1, RelayConfig: o.RelayConfig, PoolSize: o.PoolSize,
 		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer},
 	}
 	section := func(name string, mod func(*orchestrate.Config)) (*orchestrate.Report, error) {

@@ -82,7 +82,7 @@ func TestRunWithStandin(t *testing.T) {
 	// Idle 500 ms: a shorter window reads a tick of CPU (10 ms) as 0.1 cores
 	// of idle, more than the stand-in uses under this load.
 	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 500 * time.Millisecond,
-		KindRate: 50, MinRate: 50, MaxRate: 100,
+		KindRate: 50, MinRate: 50, MaxRate: 100, PoolSize: 300, // a pool per section: the default 5,000 took most of the test under -race
 		// The stand-in, like Relay, waits limits.shutdown_timeout (2 s)
 		// after SIGTERM; no step here looks at its shutdown.
 		RelayConfig: relayconfig.Config{"limits": map[string]any{"shutdown_timeout": 0}}})
