@@ -43,20 +43,13 @@ const (
 // overlap: a goroutine's stack is blast's or the upstream's, and the
 // scheduler runs on its own (g0) stack.
 func harnessGroups() []profile.Group {
-	has := func(subs ...string) func(profile.Frame) bool {
-		return func(f profile.Frame) bool {
-			for _, s := range subs {
-				if strings.Contains(f.Name, s) {
-					return true
-				}
-			}
-			return false
-		}
-	}
 	return []profile.Group{
-		{Name: groupBlast, Desc: "blast's pacer and senders (fasthttp)", Match: has("relayload/internal/blast.", "valyala/fasthttp.")},
-		{Name: groupUpstream, Desc: "the fake upstream and net/http serving it", Match: has("relayload/upstream.", "net/http.")},
-		{Name: groupScheduler, Desc: "the Go scheduler: finding work, the network poller", Match: has("runtime.schedule", "runtime.findRunnable", "runtime.park_m")},
+		profile.PrefixGroup(groupBlast, "blast's pacer and senders (fasthttp)",
+			"github.com/relayload/relayload/internal/blast.", "github.com/valyala/fasthttp."),
+		profile.PrefixGroup(groupUpstream, "the fake upstream and net/http serving it",
+			"github.com/relayload/relayload/upstream.", "net/http."),
+		profile.PrefixGroup(groupScheduler, "the Go scheduler: finding work, the network poller",
+			"runtime.schedule", "runtime.findRunnable", "runtime.park_m"),
 	}
 }
 
@@ -104,20 +97,27 @@ func splitHarness(pp *PerfProfile, cores float64) *HarnessSplit {
 	if pp == nil {
 		return nil
 	}
-	share := map[string]float64{}
+	h := &HarnessSplit{Samples: pp.Samples}
+	found, rest := 0, 100.0
 	for _, g := range pp.Groups {
-		share[g.Name] = g.Share
+		var part *float64
+		switch g.Name {
+		case groupBlast:
+			part = &h.BlastCores
+		case groupUpstream:
+			part = &h.UpstreamCores
+		case groupScheduler:
+			part = &h.SchedulerCores
+		default:
+			continue
+		}
+		*part = cores * g.Share / 100
+		found++
+		rest -= g.Share
 	}
-	b, bok := share[groupBlast]
-	u, uok := share[groupUpstream]
-	sc, sok := share[groupScheduler]
-	if !bok || !uok || !sok {
+	if found != 3 {
 		return nil
 	}
-	rest := max(0, 100-b-u-sc)
-	return &HarnessSplit{
-		BlastCores: cores * b / 100, UpstreamCores: cores * u / 100,
-		SchedulerCores: cores * sc / 100, OtherCores: cores * rest / 100,
-		Samples: pp.Samples,
-	}
+	h.OtherCores = cores * max(0, rest) / 100
+	return h
 }

@@ -233,6 +233,12 @@ func DefaultGroups() []Group {
 }
 
 // matcher matches frames by name.
+// PrefixGroup is a group of the frames whose name starts with one of
+// prefixes (Go function names: "net/http.", "runtime.findRunnable").
+func PrefixGroup(name, desc string, prefixes ...string) Group {
+	return Group{Name: name, Desc: desc, Match: matcher{prefixes: prefixes}.match}
+}
+
 type matcher struct {
 	// paths are Rust paths, matched where a path of the name's owner text
 	// starts (see ownerText). One that does not end in "::" must also end

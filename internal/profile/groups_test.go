@@ -150,3 +150,21 @@ func TestGroupsCustom(t *testing.T) {
 		t.Errorf("Groups = %+v", gs)
 	}
 }
+
+func TestPrefixGroup(t *testing.T) {
+	g := PrefixGroup("upstream", "the fake upstream", "github.com/relayload/relayload/upstream.", "net/http.")
+	for name, want := range map[string]bool{
+		"github.com/relayload/relayload/upstream.(*Server).handleEnvelope": true,
+		"net/http.(*conn).serve":                     true,
+		"vendor/golang.org/x/net/http/httpguts.Foo":  false,
+		"golang.org/x/net/http2.(*Framer).ReadFrame": false,
+		"runtime.findRunnable":                       false,
+	} {
+		if got := g.Match(Frame{Name: name}); got != want {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+	if g.Name != "upstream" || g.Desc != "the fake upstream" {
+		t.Errorf("%+v", g)
+	}
+}
