@@ -211,7 +211,7 @@ func TestPerfHarness(t *testing.T) {
 	h := st.CPU.Split
 	if h == nil {
 		// perf has been seen to miss orchestrate's threads (against Relay
-		// 26.4.0 once in seven runs, here more often with 4 s windows):
+		// 26.4.0 twice in eleven runs, here more often with 4 s windows):
 		// then the step says so and gives no split.
 		if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "its CPU is not split") }) {
 			t.Fatalf("no split and no note why: %v", st.Notes)
