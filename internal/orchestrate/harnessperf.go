@@ -70,7 +70,7 @@ const perfAttach = 1500 * time.Millisecond
 // group, is perf having missed orchestrate's threads. That was seen twice in
 // eleven runs against Relay 26.4.0: 42 samples, all of the runtime's sysmon
 // thread, where 0.149 cores over 20 s give ~2,980, and 68 for 0.146 cores
-// (the good runs: 2,699 to 2,980).
+// (the good runs: 2,699 to 2,980); a twelfth run gave 514 of 2,627.
 func tooFewHarnessSamples(pp *PerfProfile, cores, secs float64, event string) string {
 	want := cores * max(secs-perfAttach.Seconds(), 0.5) * 1000
 	floor := want / 2
