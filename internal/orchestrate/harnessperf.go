@@ -67,10 +67,10 @@ const perfAttach = 1500 * time.Millisecond
 // when it can. startHarness samples about once per ms of CPU, so cores
 // over a window of secs, less perf's attach time, give at least
 // cores×(secs−1.5)×1000 samples; fewer than half of that, or none in any
-// group, is perf having missed orchestrate's threads. That was seen twice in
-// eleven runs against Relay 26.4.0: 42 samples, all of the runtime's sysmon
-// thread, where 0.149 cores over 20 s give ~2,980, and 68 for 0.146 cores
-// (the good runs: 2,699 to 2,980); a twelfth run gave 514 of 2,627.
+// group, is perf having missed orchestrate's threads. That was seen three
+// times in twelve runs against Relay 26.4.0: 42 samples, all of the
+// runtime's sysmon thread, where 0.149 cores over 20 s give ~2,980; 68 for
+// 0.146 cores; 514 of 2,627 (the good runs: 2,699 to 2,980).
 func tooFewHarnessSamples(pp *PerfProfile, cores, secs float64, event string) string {
 	want := cores * max(secs-perfAttach.Seconds(), 0.5) * 1000
 	floor := want / 2
