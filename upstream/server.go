@@ -51,6 +51,7 @@
 package upstream
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -336,6 +338,7 @@ type statusWriter struct {
 	status     int
 	lim        *httpLimits
 	writeStart time.Time
+	answer     [envelopeAnswerLen]byte // the envelope sink's answer
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -475,6 +478,27 @@ func methodNotAllowed(req *http.Request) *httpError {
 	return newError(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed", req.Method+" "+req.URL.Path)
 }
 
+// bodySource is a request body as either HTTP server hands it over: net/http
+// (requestBody) or fasthttp (fastserver.go).
+type bodySource struct {
+	r io.Reader
+	// n is the Content-Length, -1 when unknown (chunked).
+	n int64
+	// conn takes the body's read deadlines (nil: none to set).
+	conn net.Conn
+	// ctx is done when the client has gone (net/http) or the server
+	// shuts down (fasthttp).
+	ctx context.Context
+	// preRead: the server has already read the body's first
+	// BodyPreSlotBytes (all of a smaller body) under its own deadline.
+	preRead bool
+}
+
+// requestBody is the body of a request served by net/http.
+func requestBody(req *http.Request) bodySource {
+	return bodySource{r: req.Body, n: req.ContentLength, conn: requestConn(req), ctx: req.Context()}
+}
+
 // readBody reads the whole body into a pooled buffer, capped at
 // MaxWireBytes. Its first BodyPreSlotBytes (all of a smaller body) are read
 // without any slot, within HTTPBodyTimeout: a client that announces a body
@@ -482,14 +506,16 @@ func methodNotAllowed(req *http.Request) *httpError {
 // holding a read slot (large is then true) and must arrive at
 // HTTPMinBodyRate after HTTPBodyGrace. The caller gives back the buffer
 // with putBuf and a read slot with <-s.readSlots.
-func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpError) {
-	if req.ContentLength > s.cfg.MaxWireBytes {
+func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError) {
+	if src.n > s.cfg.MaxWireBytes {
 		return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
-			fmt.Sprintf("Content-Length %d > limit %d", req.ContentLength, s.cfg.MaxWireBytes))
+			fmt.Sprintf("Content-Length %d > limit %d", src.n, s.cfg.MaxWireBytes))
 	}
-	conn := requestConn(req)
-	setBodyDeadline(conn, time.Now().Add(s.limits.bodyTimeout))
-	n := req.ContentLength
+	conn := src.conn
+	if !src.preRead {
+		setBodyDeadline(conn, time.Now().Add(s.limits.bodyTimeout))
+	}
+	n := src.n
 	first := int64(BodyPreSlotBytes)
 	if n >= 0 && n < first {
 		first = n
@@ -498,7 +524,7 @@ func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpErr
 	if int64(cap(*bp)) < first {
 		*bp = make([]byte, 0, first)
 	}
-	b, err := readUpTo(req.Body, (*bp)[:0], int(first))
+	b, err := readUpTo(src.r, (*bp)[:0], int(first))
 	*bp = b
 	switch {
 	case err != nil && (n >= 0 || !errors.Is(err, io.EOF)):
@@ -510,14 +536,14 @@ func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpErr
 	}
 	select {
 	case s.readSlots <- struct{}{}:
-	case <-req.Context().Done():
+	case <-src.ctx.Done():
 		s.putBuf(bp)
 		return nil, false, clientGone("while waiting for a large-body slot")
 	}
 	if n >= 0 {
-		err = s.readRest(req.Body, bp, int(n), conn)
+		err = s.readRest(src.r, bp, int(n), conn)
 	} else {
-		err = s.readRestChunked(req.Body, bp, conn)
+		err = s.readRestChunked(src.r, bp, conn)
 	}
 	if err != nil {
 		s.putBuf(bp)
@@ -706,7 +732,7 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 	if e != nil {
 		return nil, nil, e
 	}
-	body, held, e := s.readDecodedAs(req, c, enc)
+	body, held, e := s.readDecodedAs(requestBody(req), c, enc)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -727,12 +753,12 @@ type heldBody struct {
 // is given back by s.releaseBody(held); an encoded body's wire buffer (and
 // read slot) go back as soon as it is decoded. It returns no closure: the
 // envelope sink allocates nothing per request.
-func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
-	bp, large, e := s.readBody(req)
+func (s *Server) readDecodedAs(src bodySource, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
+	bp, large, e := s.readBody(src)
 	if e != nil {
 		return nil, heldBody{}, e
 	}
-	if e := s.takeSlot(req); e != nil {
+	if e := s.takeSlot(src.ctx); e != nil {
 		s.putBuf(bp)
 		if large {
 			<-s.readSlots
@@ -761,8 +787,7 @@ func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.E
 // takeSlot takes an ingest slot, unless the client hangs up first (net/http
 // cancels the request's context once it notices, which it can only after
 // the body was read).
-func (s *Server) takeSlot(req *http.Request) *httpError {
-	ctx := req.Context()
+func (s *Server) takeSlot(ctx context.Context) *httpError {
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -800,7 +825,11 @@ func (s *Server) lookupRelay(id string) *relay {
 // on a request after registration. cacheable marks signatures over empty
 // data (envelopes), whose verified values may be cached.
 func (s *Server) authRelay(req *http.Request, c *counters, data []byte, cacheable bool) (*relay, *httpError) {
-	id := req.Header.Get("X-Sentry-Relay-Id")
+	return s.authRelayAs(req.Header.Get("X-Sentry-Relay-Id"), req.Header.Get("X-Sentry-Relay-Signature"), c, data, cacheable)
+}
+
+// authRelayAs is authRelay on the two header values.
+func (s *Server) authRelayAs(id, sig string, c *counters, data []byte, cacheable bool) (*relay, *httpError) {
 	if id == "" {
 		return nil, newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
 	}
@@ -812,7 +841,6 @@ func (s *Server) authRelay(req *http.Request, c *counters, data []byte, cacheabl
 		c.sigNotChecked.Add(1)
 		return rl, nil
 	}
-	sig := req.Header.Get("X-Sentry-Relay-Signature")
 	if sig == "" {
 		return nil, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
 	}
@@ -871,7 +899,8 @@ func (s *Server) cacheSignature(rl *relay, sig string, signed, now time.Time) {
 			return
 		}
 	}
-	if _, loaded := rl.sigs.LoadOrStore(sig, expiry); !loaded {
+	// A copy: the value may alias a buffer the HTTP server reuses.
+	if _, loaded := rl.sigs.LoadOrStore(strings.Clone(sig), expiry); !loaded {
 		rl.nSigs.Add(1)
 	}
 }

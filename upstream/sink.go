@@ -4,103 +4,149 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/relayload/relayload/envelope"
+	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/canary"
 )
 
-// handleEnvelope is the envelope sink: POST /api/<project_id>/envelope/.
-//
-// Order of checks: method, size, encoding, relay authentication (when
-// X-Sentry-Relay-Id is present; SDK requests carry none), project, decoding,
-// framing (at most MaxEnvelopeItems items), project key, Relay's per-type
-// item limits (limits.go), the outcome carriers (client_report and
-// metric_buckets items, read in full). Then everything is counted and the
-// answer is {"id": "<event id>"} (or {} without an event id).
+// handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/, on
+// net/http; fastserver.go serves the same route on fasthttp. Both read the
+// request into an envelopeRequest and call sinkEnvelope.
 func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *counters, projectID string) {
 	if req.Method != http.MethodPost {
 		s.writeError(w, c, methodNotAllowed(req))
 		return
 	}
-	enc, e := parseEncoding(req)
-	if e != nil {
-		s.writeError(w, c, e)
-		return
+	in := envelopeRequest{
+		projectID: projectID,
+		encLines:  req.Header.Values("Content-Encoding"),
+		relayID:   req.Header.Get("X-Sentry-Relay-Id"),
+		signature: req.Header.Get("X-Sentry-Relay-Signature"),
+		auth:      req.Header.Get("X-Sentry-Auth"),
+		authz:     req.Header.Get("Authorization"),
+		rawQuery:  req.URL.RawQuery,
+		body:      requestBody(req),
 	}
-	fromRelay := req.Header.Get("X-Sentry-Relay-Id") != ""
-	if fromRelay {
-		if _, e := s.authRelay(req, c, nil, true); e != nil {
-			s.writeError(w, c, e)
-			return
+	sw, _ := w.(*statusWriter)
+	if sw == nil {
+		sw = &statusWriter{ResponseWriter: w}
+	}
+	if e := s.sinkEnvelope(c, &in, sw); e != nil {
+		s.writeError(w, c, e)
+	}
+}
+
+// envelopeRequest is what the envelope sink reads from a request's header,
+// and its body.
+type envelopeRequest struct {
+	projectID string
+	encLines  []string // Content-Encoding lines
+	relayID   string   // X-Sentry-Relay-Id: set on Relay's forwards, never by SDKs
+	signature string   // X-Sentry-Relay-Signature
+	auth      string   // X-Sentry-Auth
+	authz     string   // Authorization
+	rawQuery  string
+	body      bodySource
+}
+
+// envelopeAnswerer writes the answer to an accepted envelope: {"id": "<event
+// id>"}, or {} for an envelope without an event id (id nil).
+type envelopeAnswerer interface{ answerEnvelope(id []byte) }
+
+// sinkEnvelope checks, decodes, frames and counts one envelope and answers
+// it through ans; an error is for the caller to answer.
+//
+// Order of checks: encoding, relay authentication (when X-Sentry-Relay-Id
+// is present; SDK requests carry none), project, decoding, framing (at most
+// MaxEnvelopeItems items), project key, Relay's per-type item limits
+// (limits.go), the outcome carriers (client_report and metric_buckets
+// items, read in full). Then everything is counted and answered.
+func (s *Server) sinkEnvelope(c *counters, in *envelopeRequest, ans envelopeAnswerer) *httpError {
+	enc := compression.Identity
+	if len(in.encLines) > 0 {
+		var err error
+		if enc, err = compression.ParseContentEncoding(in.encLines); err != nil {
+			return newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
 		}
 	}
-	pid, _ := strconv.ParseInt(projectID, 10, 64)
+	fromRelay := in.relayID != ""
+	if fromRelay {
+		if _, e := s.authRelayAs(in.relayID, in.signature, c, nil, true); e != nil {
+			return e
+		}
+	}
+	pid, _ := strconv.ParseInt(in.projectID, 10, 64)
 	pidx, ok := s.byID[pid]
 	if !ok {
-		s.writeError(w, c, newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+projectID))
-		return
+		return newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+in.projectID)
 	}
-	decoded, bp, e := s.readDecodedAs(req, c, enc)
+	decoded, held, e := s.readDecodedAs(in.body, c, enc)
 	if e != nil {
-		s.writeError(w, c, e)
-		return
+		return e
 	}
-	defer s.releaseBody(bp)
+	defer s.releaseBody(held)
 	sum := s.getSummary()
 	defer s.putSummary(sum)
 	if err := envelope.ScanLimit(decoded, sum, MaxEnvelopeItems); err != nil {
-		s.writeError(w, c, envelopeError(err))
-		return
+		return envelopeError(err)
 	}
-	key := sentryKey(req)
+	key := sentryKeyOf(in.auth, in.authz, in.rawQuery)
 	if key == "" && len(sum.DSN) > 0 {
 		key = dsnKey(sum.DSN)
 	}
 	if key == "" {
-		s.writeError(w, c, newError(http.StatusUnauthorized, "missing_auth", "missing authorization information",
-			"no sentry_key in X-Sentry-Auth, Authorization, query string or envelope dsn"))
-		return
+		return newError(http.StatusUnauthorized, "missing_auth", "missing authorization information",
+			"no sentry_key in X-Sentry-Auth, Authorization, query string or envelope dsn")
 	}
 	if kidx, ok := s.byKey[key]; !ok || kidx != pidx {
-		s.writeError(w, c, newError(http.StatusForbidden, "key_project_mismatch", "the project key does not belong to this project",
-			"project id "+projectID))
-		return
+		return newError(http.StatusForbidden, "key_project_mismatch", "the project key does not belong to this project",
+			"project id "+in.projectID)
 	}
 	if e := checkEnvelopeLimits(sum); e != nil {
-		s.writeError(w, c, e)
-		return
+		return e
 	}
 	outcomes, e := readEnvelopeOutcomes(decoded, sum)
 	if e != nil {
-		s.writeError(w, c, e)
-		return
+		return e
 	}
 	s.count(c, pidx, fromRelay, decoded, sum)
 	if outcomes != nil {
 		outcomes.count(c)
 	}
 	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
-		// {"id":"<32 hex>"} written in pieces: no per-request buffer.
-		h := w.Header()
-		h["Content-Type"] = jsonContentType
-		h["Content-Length"] = contentLength(len(idPrefix) + 32 + len(idSuffix))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(idPrefix)
-		for len(id) > 0 {
-			i := bytes.IndexByte(id, '-')
-			if i < 0 {
-				_, _ = w.Write(id)
-				break
-			}
-			_, _ = w.Write(id[:i])
-			id = id[i+1:]
-		}
-		_, _ = w.Write(idSuffix)
-		return
+		ans.answerEnvelope(id)
+	} else {
+		ans.answerEnvelope(nil)
 	}
-	writeRawJSON(w, http.StatusOK, emptyObject)
+	return nil
+}
+
+// appendEnvelopeAnswer appends the answer to an envelope with event id id
+// (32 hex digits, or 36 with the dashes, which it drops; nil: none).
+func appendEnvelopeAnswer(b, id []byte) []byte {
+	if id == nil {
+		return append(b, emptyObject...)
+	}
+	b = append(b, idPrefix...)
+	for _, ch := range id {
+		if ch != '-' {
+			b = append(b, ch)
+		}
+	}
+	return append(b, idSuffix...)
+}
+
+// envelopeAnswerLen bounds appendEnvelopeAnswer's output.
+const envelopeAnswerLen = 48
+
+// answerEnvelope answers an accepted envelope on net/http, from the pooled
+// writer's own buffer (no allocation per request).
+func (w *statusWriter) answerEnvelope(id []byte) {
+	writeRawJSON(w, http.StatusOK, appendEnvelopeAnswer(w.answer[:0], id))
 }
 
 var (
@@ -216,16 +262,17 @@ func (s *Server) scanCanaries(c *counters, payload []byte) {
 	}
 }
 
-// sentryKey finds sentry_key in X-Sentry-Auth, Authorization or the query.
-func sentryKey(req *http.Request) string {
-	if h := req.Header.Get("X-Sentry-Auth"); h != "" {
-		return authKey(h)
+// sentryKeyOf finds sentry_key in X-Sentry-Auth, Authorization or the query.
+func sentryKeyOf(auth, authz, rawQuery string) string {
+	if auth != "" {
+		return authKey(auth)
 	}
-	if h := req.Header.Get("Authorization"); h != "" {
-		return authKey(h)
+	if authz != "" {
+		return authKey(authz)
 	}
-	if req.URL.RawQuery != "" {
-		return req.URL.Query().Get("sentry_key")
+	if rawQuery != "" {
+		q, _ := url.ParseQuery(rawQuery)
+		return q.Get("sentry_key")
 	}
 	return ""
 }
