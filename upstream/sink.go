@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/relayload/relayload/envelope"
-	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/canary"
+	"github.com/relayload/relayload/internal/compression"
 )
 
 // handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/, on
