@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -278,7 +279,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 			c.faultsInjected.add("outage_"+o.Mode, 1)
 			switch o.Mode {
 			case OutageRefuse:
-				resetConnection(w)
+				resetConnection(w, req)
 			case OutageHang:
 				t := time.NewTimer(o.Until.Sub(now))
 				select {
@@ -286,7 +287,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 				case <-req.Context().Done():
 				}
 				t.Stop()
-				resetConnection(w)
+				resetConnection(w, req)
 			default:
 				e := newError(http.StatusServiceUnavailable, "fault_outage", "upstream outage (injected)")
 				writeJSON(w, e.status, e.body)
@@ -315,7 +316,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		}
 		if in.Reset {
 			c.faultsInjected.add("reset", 1)
-			resetConnection(w)
+			resetConnection(w, req)
 			return true
 		}
 		c.faultsInjected.add(strconv.Itoa(in.Status), 1)
@@ -354,12 +355,22 @@ func (s *Server) sleep(req *http.Request, d time.Duration) {
 // close with SO_LINGER 0, so the peer sees a TCP reset. If the connection
 // cannot be hijacked (HTTP/2), the handler panics with http.ErrAbortHandler,
 // which makes net/http abort the stream.
-func resetConnection(w http.ResponseWriter) {
+func resetConnection(w http.ResponseWriter, req *http.Request) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	if tc, ok := conn.(interface{ SetLinger(sec int) error }); ok { // *net.TCPConn or *trackedConn
+	type lingerer interface{ SetLinger(sec int) error } // *net.TCPConn or *trackedConn
+	tc, ok := conn.(lingerer)
+	if !ok {
+		// Served by FastHTTPServer: fasthttpadaptor's hijacked connection
+		// wraps the accepted one, which the request's context (fasthttp's
+		// RequestCtx) still holds.
+		if fc, isFast := req.Context().(interface{ Conn() net.Conn }); isFast {
+			tc, ok = fc.Conn().(lingerer)
+		}
+	}
+	if ok {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()

@@ -23,7 +23,9 @@ func (f *fixture) setFaults(t *testing.T, js string) {
 	wantStatus(t, resp, 200, "")
 }
 
-func TestFault429(t *testing.T) {
+func TestFault429(t *testing.T) { eachServer(t, testFault429) }
+
+func testFault429(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[0]
 	f.setFaults(t, `{"inject":[{"route":"envelope","status":429,"probability":1,"retry_after":30,"rate_limits":"30:error;transaction:project:quota_exceeded"}]}`)
@@ -46,7 +48,9 @@ func TestFault429(t *testing.T) {
 	wantStatus(t, f.do("GET", "/stats", nil, nil), 200, "")
 }
 
-func TestFaultStatuses(t *testing.T) {
+func TestFaultStatuses(t *testing.T) { eachServer(t, testFaultStatuses) }
+
+func testFaultStatuses(t *testing.T) {
 	for _, status := range []int{500, 502, 503, 504} {
 		f := newFixture(t, nil)
 		f.setFaults(t, `{"inject":[{"route":"projectconfigs","status":`+itoa(int64(status))+`,"probability":1}]}`)
@@ -59,7 +63,9 @@ func TestFaultStatuses(t *testing.T) {
 	}
 }
 
-func TestFaultProbabilityIsSeeded(t *testing.T) {
+func TestFaultProbabilityIsSeeded(t *testing.T) { eachServer(t, testFaultProbabilityIsSeeded) }
+
+func testFaultProbabilityIsSeeded(t *testing.T) {
 	run := func() []int {
 		f := newFixture(t, func(c *Config) {
 			c.Seed = 42
@@ -92,7 +98,9 @@ func isNetworkError(err error) bool {
 		strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "reset") || strings.Contains(err.Error(), "timeout"))
 }
 
-func TestFaultReset(t *testing.T) {
+func TestFaultReset(t *testing.T) { eachServer(t, testFaultReset) }
+
+func testFaultReset(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		c.Faults = Faults{Inject: []Injection{{Route: "envelope", Reset: true, Probability: 1}}}
 	})
@@ -124,7 +132,9 @@ func TestFaultReset(t *testing.T) {
 	}
 }
 
-func TestFaultOutage(t *testing.T) {
+func TestFaultOutage(t *testing.T) { eachServer(t, testFaultOutage) }
+
+func testFaultOutage(t *testing.T) {
 	t.Run("unavailable", func(t *testing.T) {
 		f := newFixture(t, nil)
 		f.setFaults(t, `{"outage":{"mode":"unavailable","duration":"10s"}}`)
@@ -172,6 +182,10 @@ func TestFaultOutage(t *testing.T) {
 }
 
 func TestFaultGlobalPendingAndRelayStop(t *testing.T) {
+	eachServer(t, testFaultGlobalPendingAndRelayStop)
+}
+
+func testFaultGlobalPendingAndRelayStop(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.srv.RegisterRelay(r.id, r.pub)
@@ -201,7 +215,9 @@ func TestFaultGlobalPendingAndRelayStop(t *testing.T) {
 	wantStatus(t, f.signed(r, "/api/0/relays/projectconfigs/?version=3", `{"global":true}`), 200, "")
 }
 
-func TestFaultLatency(t *testing.T) {
+func TestFaultLatency(t *testing.T) { eachServer(t, testFaultLatency) }
+
+func testFaultLatency(t *testing.T) {
 	f := newFixture(t, nil)
 	f.setFaults(t, `{"latency":{"live":{"fixed":"80ms"},"*":{"fixed":"1m"}}}`)
 	start := time.Now()
@@ -226,7 +242,9 @@ func TestFaultLatency(t *testing.T) {
 	}
 }
 
-func TestControlRejectsBadFaults(t *testing.T) {
+func TestControlRejectsBadFaults(t *testing.T) { eachServer(t, testControlRejectsBadFaults) }
+
+func testControlRejectsBadFaults(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, js := range []string{
 		`{"inject":[{"route":"envelope","status":200,"probability":1}]}`,

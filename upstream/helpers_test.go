@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,9 +40,59 @@ func (c *clock) Add(d time.Duration) {
 type fixture struct {
 	t     testing.TB
 	srv   *Server
-	http  *httptest.Server
+	http  *fixtureHTTP
 	ps    []projects.Project
 	clock *clock
+}
+
+// fixtureHTTP is where a fixture's server listens, and a client for it.
+type fixtureHTTP struct {
+	URL    string
+	client *http.Client
+}
+
+func (h *fixtureHTTP) Client() *http.Client { return h.client }
+
+// serverKindOf is the HTTP server a fixture serves with: FastHTTPServer in
+// the subtests eachServer names "fasthttp" (and theirs), httptest's
+// net/http server with Handler elsewhere.
+func serverKindOf(t testing.TB) string {
+	if slices.Contains(strings.Split(t.Name(), "/"), FastHTTP) {
+		return FastHTTP
+	}
+	return NetHTTP
+}
+
+// eachServer runs test once on net/http and once on fasthttp (subtests
+// "net" and "fasthttp"): the envelope sink must count and answer alike.
+func eachServer(t *testing.T, test func(t *testing.T)) {
+	for _, kind := range HTTPServers {
+		t.Run(kind, test)
+	}
+}
+
+// serveFixture serves srv for the kind of server t asks for.
+func serveFixture(t testing.TB, srv *Server) *fixtureHTTP {
+	t.Helper()
+	if serverKindOf(t) == NetHTTP {
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(hs.Close)
+		return &fixtureHTTP{URL: hs.URL, client: hs.Client()}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := srv.ServeWith(FastHTTP, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = serving.Close()
+	})
+	return &fixtureHTTP{URL: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr}}
 }
 
 func newFixture(t testing.TB, mod func(*Config)) *fixture {
@@ -58,9 +110,7 @@ func newFixture(t testing.TB, mod func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &fixture{t: t, srv: srv, http: hs, ps: ps, clock: clk}
+	return &fixture{t: t, srv: srv, http: serveFixture(t, srv), ps: ps, clock: clk}
 }
 
 // testRelay plays a Relay with real keys.

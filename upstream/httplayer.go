@@ -281,9 +281,10 @@ type HTTPLayer struct {
 	ClosedMidHeader int64 `json:"closed_mid_header"`
 	// HeaderTimeouts: cut by ReadHeaderTimeout before the header was complete.
 	HeaderTimeouts int64 `json:"header_timeouts"`
-	// Rejected: answered by net/http itself, by status ("431" header over
-	// the cap, "400" a request that does not parse, TLS bytes included,
-	// "501" unknown transfer coding, "417" unknown expectation).
+	// Rejected: answered by the HTTP server itself, by status ("431"
+	// header over the cap, "400" a request that does not parse, TLS bytes
+	// included, "501" unknown transfer coding, "417" unknown expectation;
+	// on FastHTTPServer also "408", a read timeout before any handler).
 	Rejected map[string]int64 `json:"rejected"`
 	// WriteTimeouts: connections whose answer missed its write deadline
 	// (the client did not read it in time).

@@ -10,7 +10,9 @@ import (
 	"github.com/relayload/relayload/relayauth"
 )
 
-func TestRegistration(t *testing.T) {
+func TestRegistration(t *testing.T) { eachServer(t, testRegistration) }
+
+func testRegistration(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -23,7 +25,9 @@ func TestRegistration(t *testing.T) {
 	wantStatus(t, resp, 200, "")
 }
 
-func TestRegistrationRejects(t *testing.T) {
+func TestRegistrationRejects(t *testing.T) { eachServer(t, testRegistrationRejects) }
+
+func testRegistrationRejects(t *testing.T) {
 	r := newRelay(t)
 	other := newRelay(t)
 	challenge := func(id, pub string) string {
@@ -125,7 +129,9 @@ func TestRegistrationRejects(t *testing.T) {
 	}
 }
 
-func TestRegistrationResponseRejects(t *testing.T) {
+func TestRegistrationResponseRejects(t *testing.T) { eachServer(t, testRegistrationResponseRejects) }
+
+func testRegistrationResponseRejects(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	body := `{"relay_id":"` + r.id + `","public_key":"` + r.pub.String() + `","version":"26.6.0"}`
@@ -175,6 +181,10 @@ func TestRegistrationVectorsWithoutAgeCheck(t *testing.T) {
 }
 
 func TestSignedQueriesAfterRegistration(t *testing.T) {
+	eachServer(t, testSignedQueriesAfterRegistration)
+}
+
+func testSignedQueriesAfterRegistration(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -239,7 +249,9 @@ func (f *fixture) configs(r *testRelay, body string) configsAnswer {
 	return a
 }
 
-func TestProjectConfigs(t *testing.T) {
+func TestProjectConfigs(t *testing.T) { eachServer(t, testProjectConfigs) }
+
+func testProjectConfigs(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		q, _ := ParseQuota("error:0:testing", 0)
 		c.Quotas = append(c.Quotas, q)
@@ -316,7 +328,9 @@ func TestProjectConfigsDefaultsHaveNoQuotasOrFilters(t *testing.T) {
 	}
 }
 
-func TestPendingFor(t *testing.T) {
+func TestPendingFor(t *testing.T) { eachServer(t, testPendingFor) }
+
+func testPendingFor(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, 25 * time.Second, 26 * time.Second} {
 		if _, err := New(Config{Projects: newFixture(t, nil).ps, PendingFor: d}); err == nil {
 			t.Fatalf("pending-for %s accepted", d)
@@ -343,7 +357,9 @@ func TestPendingFor(t *testing.T) {
 	}
 }
 
-func TestPublicKeysAndLive(t *testing.T) {
+func TestPublicKeysAndLive(t *testing.T) { eachServer(t, testPublicKeysAndLive) }
+
+func testPublicKeysAndLive(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)

@@ -980,6 +980,7 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	sw, _ := w.(*statusWriter)
+	rc := http.NewResponseController(w)
 	buf := append(make([]byte, 0, projectsChunk+1024), '[')
 	var written int64
 	flush := func() bool {
@@ -989,6 +990,13 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 		n, err := w.Write(buf)
 		written += int64(n)
 		buf = buf[:0]
+		// Flushed chunk by chunk: through fasthttpadaptor (FastHTTPServer)
+		// an answer that is never flushed is held whole in memory.
+		if err == nil {
+			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+				err = ferr
+			}
+		}
 		return err == nil
 	}
 	for i, p := range s.cfg.Projects {

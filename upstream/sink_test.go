@@ -18,6 +18,10 @@ import (
 const eventID = "9ec79c33ec9942ab8353589fcb2e04dc"
 
 func TestEnvelopeSinkCountsEveryEncoding(t *testing.T) {
+	eachServer(t, testEnvelopeSinkCountsEveryEncoding)
+}
+
+func testEnvelopeSinkCountsEveryEncoding(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[4]
 	raw := envelopeBody(p, eventID,
@@ -63,6 +67,10 @@ func TestEnvelopeSinkCountsEveryEncoding(t *testing.T) {
 }
 
 func TestEnvelopeSinkAnswerWithoutEventID(t *testing.T) {
+	eachServer(t, testEnvelopeSinkAnswerWithoutEventID)
+}
+
+func testEnvelopeSinkAnswerWithoutEventID(t *testing.T) {
 	f := newFixture(t, nil)
 	resp := f.postEnvelope(f.ps[0], compression.Zstd, envelopeBody(f.ps[0], "", item("session", `{"sid":"x"}`)), nil)
 	wantStatus(t, resp, 200, "")
@@ -71,7 +79,9 @@ func TestEnvelopeSinkAnswerWithoutEventID(t *testing.T) {
 	}
 }
 
-func TestEnvelopeSinkAuthSources(t *testing.T) {
+func TestEnvelopeSinkAuthSources(t *testing.T) { eachServer(t, testEnvelopeSinkAuthSources) }
+
+func testEnvelopeSinkAuthSources(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[1]
 	raw := envelopeBody(p, "", item("event", "{}"))
@@ -85,7 +95,9 @@ func TestEnvelopeSinkAuthSources(t *testing.T) {
 	wantStatus(t, f.postEnvelope(p, compression.Identity, hdrless, map[string]string{"X-Sentry-Auth": f.ps[2].AuthHeader("x")}), 403, "does not belong")
 }
 
-func TestEnvelopeSinkRejects(t *testing.T) {
+func TestEnvelopeSinkRejects(t *testing.T) { eachServer(t, testEnvelopeSinkRejects) }
+
+func testEnvelopeSinkRejects(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxWireBytes = 64 << 10; c.MaxDecodedBytes = 256 << 10 })
 	p := f.ps[0]
 	good := envelopeBody(p, "", item("event", "{}"))
@@ -131,7 +143,9 @@ func TestEnvelopeSinkRejects(t *testing.T) {
 
 // TestIdentityDecodedCap: an uncompressed body is also held to the decoded
 // cap when that cap is below the wire cap.
-func TestIdentityDecodedCap(t *testing.T) {
+func TestIdentityDecodedCap(t *testing.T) { eachServer(t, testIdentityDecodedCap) }
+
+func testIdentityDecodedCap(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxWireBytes = 64 << 10; c.MaxDecodedBytes = 16 << 10 })
 	p := f.ps[0]
 	small := envelopeBody(p, "", item("attachment", strings.Repeat("x", 15<<10)))
@@ -143,7 +157,9 @@ func TestIdentityDecodedCap(t *testing.T) {
 	}
 }
 
-func TestRelayEnvelopeSignatures(t *testing.T) {
+func TestRelayEnvelopeSignatures(t *testing.T) { eachServer(t, testRelayEnvelopeSignatures) }
+
+func testRelayEnvelopeSignatures(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -174,7 +190,9 @@ func TestRelayEnvelopeSignatures(t *testing.T) {
 	}
 }
 
-func TestVerifyEnvelopeEvery(t *testing.T) {
+func TestVerifyEnvelopeEvery(t *testing.T) { eachServer(t, testVerifyEnvelopeEvery) }
+
+func testVerifyEnvelopeEvery(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.VerifyEnvelopeEvery = 4 })
 	r := newRelay(t)
 	f.srv.RegisterRelay(r.id, r.pub)
@@ -199,7 +217,9 @@ func TestVerifyEnvelopeEvery(t *testing.T) {
 	}
 }
 
-func TestOutcomes(t *testing.T) {
+func TestOutcomes(t *testing.T) { eachServer(t, testOutcomes) }
+
+func testOutcomes(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -253,7 +273,9 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-func TestCanaries(t *testing.T) {
+func TestCanaries(t *testing.T) { eachServer(t, testCanaries) }
+
+func testCanaries(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[0]
 	kinds := canary.Kinds()
@@ -288,7 +310,9 @@ func TestCanaries(t *testing.T) {
 
 // TestConcurrentCountsAndResets posts envelopes from many goroutines while
 // resetting: the sum over reset snapshots and the final snapshot is exact.
-func TestConcurrentCountsAndResets(t *testing.T) {
+func TestConcurrentCountsAndResets(t *testing.T) { eachServer(t, testConcurrentCountsAndResets) }
+
+func testConcurrentCountsAndResets(t *testing.T) {
 	f := newFixture(t, nil)
 	const workers, per = 16, 60
 	raws := make([][]byte, len(f.ps))
@@ -358,7 +382,9 @@ func TestConcurrentCountsAndResets(t *testing.T) {
 	}
 }
 
-func TestStatsEndpoints(t *testing.T) {
+func TestStatsEndpoints(t *testing.T) { eachServer(t, testStatsEndpoints) }
+
+func testStatsEndpoints(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[0]
 	wantStatus(t, f.postEnvelope(p, compression.Gzip, envelopeBody(p, "", item("event", "{}"), item("check_in", "{}")), nil), 200, "")
@@ -423,7 +449,9 @@ func TestUptimeAndSinceReset(t *testing.T) {
 	}
 }
 
-func TestPanicRecovered(t *testing.T) {
+func TestPanicRecovered(t *testing.T) { eachServer(t, testPanicRecovered) }
+
+func testPanicRecovered(t *testing.T) {
 	f := newFixture(t, nil)
 	f.srv.hook = func(r *http.Request) {
 		if r.URL.Path == "/api/0/relays/live/" {
@@ -438,7 +466,9 @@ func TestPanicRecovered(t *testing.T) {
 	}
 }
 
-func TestSignatureCacheBounded(t *testing.T) {
+func TestSignatureCacheBounded(t *testing.T) { eachServer(t, testSignatureCacheBounded) }
+
+func testSignatureCacheBounded(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.srv.RegisterRelay(r.id, r.pub)
@@ -463,7 +493,9 @@ func TestSignatureCacheBounded(t *testing.T) {
 	}
 }
 
-func TestChunkedBodies(t *testing.T) {
+func TestChunkedBodies(t *testing.T) { eachServer(t, testChunkedBodies) }
+
+func testChunkedBodies(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxWireBytes = 64 << 10 })
 	p := f.ps[0]
 	post := func(body []byte) int {

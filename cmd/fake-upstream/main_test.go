@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/testutil"
+	"github.com/relayload/relayload/upstream"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }
@@ -37,6 +38,7 @@ func TestBadFlags(t *testing.T) {
 		{"--fault", "outage=1s:melt"},
 		{"--max-decoded-bytes", "lots"},
 		{"--verify-envelope-every", "0"},
+		{"--http-server", "nginx"},
 		{"--relay-credentials", "/nonexistent/credentials.json"},
 		{"--shutdown-timeout", "5"},
 		{"--listen", "nonsense"},
@@ -126,9 +128,13 @@ func TestTimedFault(t *testing.T) {
 // prints its final stats and exits 0.
 func TestProcess(t *testing.T) {
 	bin := binary(t)
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "3", "--latency", "live=400ms")
+	for _, tc := range []struct {
+		sig    syscall.Signal
+		server string
+	}{{syscall.SIGINT, upstream.NetHTTP}, {syscall.SIGTERM, upstream.NetHTTP}, {syscall.SIGTERM, upstream.FastHTTP}} {
+		sig := tc.sig
+		t.Run(tc.server+"/"+sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--projects", "3", "--latency", "live=400ms", "--http-server", tc.server)
 			stdout, _ := cmd.StdoutPipe()
 			var stderr strings.Builder
 			cmd.Stderr = &stderr

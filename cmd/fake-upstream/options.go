@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
@@ -15,6 +17,7 @@ import (
 // options are fake-upstream's flags.
 type options struct {
 	listen         string
+	httpServer     string
 	nProjects      int
 	seed           uint64
 	verify         bool
@@ -58,6 +61,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.BoolVar(&o.relayStop, "relay-stop", false, "fault: answer every relay request with 403 {\"relay\":\"stop\"}")
 	fs.StringVar(&o.fault, "fault", "", "fault for a while, as orchestrate's --fault: outage=10s[:refuse|hang|unavailable], 429-storm[=10s], errors=10s[:STATUS[:SHARE]], latency=10s:DELAY; @START after it starts listening")
 	fs.StringVar(&o.faultsFile, "faults", "", "JSON file with faults (the POST /control body); flags add to it")
+	fs.StringVar(&o.httpServer, "http-server", upstream.NetHTTP, "HTTP server: net (net/http, every http_layer counter) or fasthttp (less CPU per envelope, as orchestrate runs it; see the README)")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", 5*time.Second, "grace period for in-flight requests on SIGINT/SIGTERM")
 	o.maxWire, o.maxDecoded = upstream.DefaultMaxWireBytes, upstream.DefaultMaxDecodedBytes
 	fs.Var(&o.credFiles, "relay-credentials", "credentials.json of a relay allowed to register (repeatable); with any, only listed relays may register")
@@ -89,6 +93,9 @@ func (o *options) config() (upstream.Config, error) {
 		MaxWireBytes:        o.maxWire,
 		MaxDecodedBytes:     o.maxDecoded,
 		Seed:                o.seed,
+	}
+	if !slices.Contains(upstream.HTTPServers, o.httpServer) {
+		return cfg, fmt.Errorf("--http-server %q: want %s", o.httpServer, strings.Join(upstream.HTTPServers, " or "))
 	}
 	if o.verifyEvery < 1 {
 		return cfg, fmt.Errorf("--verify-envelope-every %d: want ≥ 1", o.verifyEvery)

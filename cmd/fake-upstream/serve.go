@@ -17,11 +17,11 @@ import (
 )
 
 // serve listens on addr, prints the address as the first stdout line and
-// serves srv (through srv.HTTPServer) until SIGINT or SIGTERM; then requests
+// serves srv (with the HTTP server named kind) until SIGINT or SIGTERM; then requests
 // in flight get up to grace to finish, and the final stats go to stderr. A
 // timed fault (--fault) begins at its start after listening and ends after
 // its duration, on top of the faults in effect.
-func serve(srv *upstream.Server, addr string, grace time.Duration, timed *upstream.FaultSpec, stdout, stderr io.Writer) error {
+func serve(srv *upstream.Server, kind, addr string, grace time.Duration, timed *upstream.FaultSpec, stdout, stderr io.Writer) error {
 	// Signals are caught before the address is announced: whoever reads the
 	// first line may stop the server at once and still get a clean exit.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -40,9 +40,12 @@ func serve(srv *upstream.Server, addr string, grace time.Duration, timed *upstre
 	if timed != nil {
 		defer scheduleFault(srv, timed, stderr)()
 	}
-	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
+	hs, err := srv.ServeWith(kind, ln, errc)
+	if err != nil {
+		ln.Close()
+		return &cli.UsageError{Err: err}
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

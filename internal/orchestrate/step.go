@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,7 +63,7 @@ type step struct {
 	cancel context.CancelCauseFunc
 
 	up     *upstream.Server
-	srv    *http.Server
+	srv    upstream.Serving
 	origin string // the fake upstream
 	target string // where blast sends: Relay, or the fake upstream
 
@@ -208,8 +207,12 @@ func (s *step) startUpstream() error {
 		return fmt.Errorf("fake upstream listen: %w", err)
 	}
 	s.up = up
-	s.srv = up.HTTPServer()
-	go func() { _ = s.srv.Serve(up.Listener(ln)) }()
+	// fasthttp: the fake upstream shares the CPUs with Relay, and costs
+	// less on it (docs/harness-cost.md).
+	if s.srv, err = up.ServeWith(upstream.FastHTTP, ln, nil); err != nil {
+		ln.Close()
+		return fmt.Errorf("fake upstream: %w", err)
+	}
 	s.origin = "http://" + ln.Addr().String()
 	s.target = s.origin
 	return nil
