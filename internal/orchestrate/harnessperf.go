@@ -11,7 +11,7 @@ import (
 
 // HarnessSplit is the harness's CPU over the measured window split by what
 // its perf samples were doing: blast sending to Relay, the fake upstream
-// answering Relay (net/http included), the Go scheduler waiting on and
+// answering Relay (its HTTP server included), the Go scheduler waiting on and
 // waking for the network, and the rest (the collector, sampling Relay,
 // StatsD, unwound nowhere). Cores are shares of HarnessCores in proportion
 // to the samples' weight. (Go's own CPU profile with goroutine labels was
@@ -41,13 +41,18 @@ const (
 
 // harnessGroups tell the harness's work apart by its Go frames. They do not
 // overlap: a goroutine's stack is blast's or the upstream's, and the
-// scheduler runs on its own (g0) stack.
+// scheduler runs on its own (g0) stack. Both sides use fasthttp (blast's
+// HostClient, the upstream's Server), so fasthttp's frames are told apart
+// by the type whose goroutine they run on: a HostClient's connection
+// cleaner is blast's, a Server's worker pool the upstream's.
 func harnessGroups() []profile.Group {
 	return []profile.Group{
-		profile.PrefixGroup(groupBlast, "blast's pacer and senders (fasthttp)",
-			"github.com/relayload/relayload/internal/blast.", "github.com/valyala/fasthttp."),
-		profile.PrefixGroup(groupUpstream, "the fake upstream and net/http serving it",
-			"github.com/relayload/relayload/upstream.", "net/http."),
+		profile.PrefixGroup(groupBlast, "blast's pacer and senders (fasthttp's HostClient)",
+			"github.com/relayload/relayload/internal/blast.", "github.com/valyala/fasthttp.(*HostClient)."),
+		profile.PrefixGroup(groupUpstream, "the fake upstream and the HTTP server serving it (fasthttp or net/http)",
+			"github.com/relayload/relayload/upstream.", "net/http.",
+			"github.com/valyala/fasthttp.(*Server).", "github.com/valyala/fasthttp.(*workerPool).",
+			"github.com/valyala/fasthttp/fasthttpadaptor."),
 		profile.PrefixGroup(groupScheduler, "the Go scheduler: finding work, the network poller",
 			"runtime.schedule", "runtime.findRunnable", "runtime.park_m"),
 	}

@@ -16,6 +16,13 @@ func TestHarnessGroups(t *testing.T) {
 		{"github.com/valyala/fasthttp.(*HostClient).Do", groupBlast},
 		{"github.com/relayload/relayload/upstream.(*Server).handleEnvelope", groupUpstream},
 		{"net/http.(*conn).serve", groupUpstream},
+		{"github.com/valyala/fasthttp.(*Server).serveConn", groupUpstream},
+		{"github.com/valyala/fasthttp.(*workerPool).workerFunc", groupUpstream},
+		{"github.com/valyala/fasthttp.(*HostClient).connsCleaner", groupBlast},
+		{"github.com/valyala/fasthttp/fasthttpadaptor.NewFastHTTPHandler.func1", groupUpstream},
+		// Frames both sides call are told apart by a caller's frame.
+		{"github.com/valyala/fasthttp.(*Request).Write", ""},
+		{"github.com/valyala/fasthttp.(*RequestHeader).parse", ""},
 		{"runtime.findRunnable", groupScheduler},
 		{"runtime.schedule", groupScheduler},
 		{"runtime.gcBgMarkWorker", ""},
