@@ -174,6 +174,15 @@ func (s *Server) serveEnvelopeFast(ctx *fasthttp.RequestCtx, projectID string) {
 	for _, v := range h.PeekAll("Content-Encoding") {
 		in.encLines = append(in.encLines, string(v))
 	}
+	if s.batch != nil && in.relayID != "" {
+		if handled, e := s.batchForward(ctx, c, &in); handled {
+			if e != nil {
+				status = e.status
+				s.writeErrorFast(ctx, c, -1, e)
+			}
+			return
+		}
+	}
 	if e := s.sinkEnvelope(c, &in, (*fastAnswer)(ctx)); e != nil {
 		status = e.status
 		s.writeErrorFast(ctx, c, -1, e)

@@ -15,10 +15,11 @@ import (
 func richStats() Stats {
 	return Stats{
 		UptimeSeconds: 12.5, SinceResetSeconds: 3.25,
-		Registrations:  Registrations{Challenges: 3, Responses: 2, Failures: map[string]int64{"bad_signature": 1, "expired_token": 4}},
-		ConfigRequests: ConfigRequests{Global: 5, GlobalPending: 1, Project: 6, KeysServed: 70, Pending: 8, Unchanged: 9, Unknown: 10},
-		Signatures:     Signatures{Verified: 11, CacheHits: 12, SampledOut: 13, NotChecked: 14},
-		Envelopes:      15, EnvelopesBySender: map[string]int64{"relay": 10, "sdk": 5},
+		Registrations:   Registrations{Challenges: 3, Responses: 2, Failures: map[string]int64{"bad_signature": 1, "expired_token": 4}},
+		ConfigRequests:  ConfigRequests{Global: 5, GlobalPending: 1, Project: 6, KeysServed: 70, Pending: 8, Unchanged: 9, Unknown: 10},
+		Signatures:      Signatures{Verified: 11, CacheHits: 12, SampledOut: 13, NotChecked: 14},
+		BatchedForwards: BatchedForwards{Checked: 15, FailedAfterAnswer: 16},
+		Envelopes:       15, EnvelopesBySender: map[string]int64{"relay": 10, "sdk": 5},
 		ItemsByType:   map[string]int64{"event": 16, "log": 17, "other": 1},
 		RecordsByType: map[string]int64{"event": 16, "log": 170, "other": 1},
 		Bytes:         map[string]EncodingBytes{"zstd": {Requests: 18, Wire: 1900, Decoded: 20000}, "identity": {Requests: 1, Wire: 21, Decoded: 21}},
@@ -195,7 +196,8 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/config_requests/pending": "config_keys_pending_total", "/config_requests/unchanged": "config_keys_unchanged_total",
 		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/metric_buckets": "metric_buckets_total",
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
-		"/outcomes/folded":        "outcomes_folded_total",
+		"/outcomes/folded":          "outcomes_folded_total",
+		"/batched_forwards/checked": "batched_forwards_checked_total", "/batched_forwards/failed_after_answer": "batched_forwards_failed_after_answer_total",
 		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
 	}
 	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}

@@ -107,6 +107,11 @@ type Config struct {
 	// VerifyEnvelopeEvery N > 1 fully verifies only every Nth uncached
 	// envelope signature (see the package doc). 0 or 1: verify all.
 	VerifyEnvelopeEvery int
+	// BatchForwards > 0 answers Relay's envelope forwards on fasthttp once
+	// their header is checked and their body read, and checks, decodes and
+	// counts their bodies in batches, the oldest waiting about this long
+	// (forwardbatch.go). 0: each forward is checked before it is answered.
+	BatchForwards time.Duration
 
 	// AllowList, when true, lets only relays added with RegisterRelay (or
 	// Relays) register; otherwise any relay may register.
@@ -149,6 +154,7 @@ type Config struct {
 // Server is the fake upstream. All methods are safe for concurrent use.
 type Server struct {
 	cfg     Config
+	batch   *forwardBatch // nil unless Config.BatchForwards
 	started time.Time
 	now     func() time.Time
 
@@ -259,6 +265,9 @@ func New(cfg Config) (*Server, error) {
 		routes:       newRouter(),
 	}
 	s.started = s.now()
+	if cfg.BatchForwards > 0 {
+		s.batch = &forwardBatch{period: cfg.BatchForwards}
+	}
 	if s.controlFrom == nil {
 		s.controlFrom = loopbackNets()
 	}
@@ -305,6 +314,7 @@ func (s *Server) RegisterRelay(id string, pub relayauth.PublicKey) {
 
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
+	s.checkBatch()
 	c := s.stats.Load()
 	st := c.snapshot(s)
 	st.InFlight = c.inflight.Load()
@@ -322,7 +332,7 @@ const resetWait = 2 * time.Second
 func (s *Server) ResetStats() Stats {
 	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.now()))
 	deadline := time.Now().Add(resetWait)
-	for old.inflight.Load() > 0 && time.Now().Before(deadline) {
+	for s.checkBatch(); old.inflight.Load() > 0 && time.Now().Before(deadline); s.checkBatch() {
 		time.Sleep(100 * time.Microsecond)
 	}
 	return old.snapshot(s)

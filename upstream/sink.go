@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/canary"
@@ -66,25 +67,50 @@ type envelopeAnswerer interface{ answerEnvelope(id []byte) }
 // (limits.go), the outcome carriers (client_report and metric_buckets
 // items, read in full). Then everything is counted and answered.
 func (s *Server) sinkEnvelope(c *counters, in *envelopeRequest, ans envelopeAnswerer) *httpError {
+	head, e := s.checkEnvelopeHead(c, in)
+	if e != nil {
+		return e
+	}
+	return s.sinkBody(c, in, head, ans, s.now())
+}
+
+// envelopeHead is what the checks on a request's header found: the body's
+// encoding, whether a relay sent it, the project's index.
+type envelopeHead struct {
+	enc       compression.Encoding
+	fromRelay bool
+	pidx      int
+}
+
+// checkEnvelopeHead runs the checks that need only the request's header:
+// encoding, relay authentication, project.
+func (s *Server) checkEnvelopeHead(c *counters, in *envelopeRequest) (envelopeHead, *httpError) {
 	enc := compression.Identity
 	if len(in.encLines) > 0 {
 		var err error
 		if enc, err = compression.ParseContentEncoding(in.encLines); err != nil {
-			return newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
+			return envelopeHead{}, newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
 		}
 	}
 	fromRelay := in.relayID != ""
 	if fromRelay {
 		if _, e := s.authRelayAs(in.relayID, in.signature, c, nil, true); e != nil {
-			return e
+			return envelopeHead{}, e
 		}
 	}
 	pid, _ := strconv.ParseInt(in.projectID, 10, 64)
 	pidx, ok := s.byID[pid]
 	if !ok {
-		return newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+in.projectID)
+		return envelopeHead{}, newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+in.projectID)
 	}
-	decoded, held, e := s.readDecodedAs(in.body, c, enc)
+	return envelopeHead{enc: enc, fromRelay: fromRelay, pidx: pidx}, nil
+}
+
+// sinkBody runs the checks on the body of an envelope whose header passed,
+// counts it as arrived at at and answers it through ans.
+func (s *Server) sinkBody(c *counters, in *envelopeRequest, head envelopeHead, ans envelopeAnswerer, at time.Time) *httpError {
+	pidx := head.pidx
+	decoded, held, e := s.readDecodedAs(in.body, c, head.enc)
 	if e != nil {
 		return e
 	}
@@ -113,7 +139,7 @@ func (s *Server) sinkEnvelope(c *counters, in *envelopeRequest, ans envelopeAnsw
 	if e != nil {
 		return e
 	}
-	s.count(c, pidx, fromRelay, decoded, sum)
+	s.count(c, pidx, head.fromRelay, decoded, sum, at)
 	if outcomes != nil {
 		outcomes.count(c)
 	}
@@ -196,7 +222,7 @@ func envelopeError(err error) *httpError {
 
 // count records one accepted envelope (its outcomes are counted from the
 // batch readEnvelopeOutcomes read).
-func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary) {
+func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary, at time.Time) {
 	c.envelopes.Add(1)
 	if fromRelay {
 		c.envelopesRelay.Add(1)
@@ -226,7 +252,7 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 	}
 	if data {
 		c.dataEnvelopes.Add(1)
-		c.arrivals.add(s.now())
+		c.arrivals.add(at)
 	}
 }
 

@@ -76,4 +76,7 @@ func (t Timeline) Total() int64 {
 
 // DataEnvelopes is how many data envelopes arrived since start or the last
 // reset: one atomic load, cheap enough to poll many times a second.
-func (s *Server) DataEnvelopes() int64 { return s.stats.Load().dataEnvelopes.Load() }
+func (s *Server) DataEnvelopes() int64 {
+	s.checkBatch()
+	return s.stats.Load().dataEnvelopes.Load()
+}

@@ -38,6 +38,8 @@ func TestBadFlags(t *testing.T) {
 		{"--fault", "outage=1s:melt"},
 		{"--max-decoded-bytes", "lots"},
 		{"--verify-envelope-every", "0"},
+		{"--batch-forwards", "-1s"},
+		{"--batch-forwards", "100ms"}, // net/http serves no batch
 		{"--http-server", "nginx"},
 		{"--relay-credentials", "/nonexistent/credentials.json"},
 		{"--shutdown-timeout", "5"},

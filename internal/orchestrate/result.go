@@ -210,6 +210,10 @@ type UpstreamSeen struct {
 	// Signatures is how Relay's request signatures were checked: fully
 	// verified, or (Config.VerifyEnvelopeEvery) for form and age only.
 	Signatures upstream.Signatures `json:"signatures"`
+	// BatchedForwards are Relay's forwards the upstream answered once read
+	// and authenticated and checked and counted after, in batches; those
+	// that failed a check then are in Errors, though Relay was answered 200.
+	BatchedForwards upstream.BatchedForwards `json:"batched_forwards"`
 }
 
 // CPU is the measured process's CPU use. In harness mode it is

@@ -118,6 +118,11 @@ func TestStandinSweep(t *testing.T) {
 		if sg := st.Upstream.Signatures; sg.SampledOut == 0 || sg.Verified+sg.SampledOut+sg.CacheHits < st.Upstream.Envelopes || sg.Verified > st.Upstream.Envelopes/4+20 {
 			t.Errorf("step %d: signatures %+v for %d envelopes", st.Index, sg, st.Upstream.Envelopes)
 		}
+		// Every forward the size of the pool's was answered once read and
+		// checked in a batch, and every one of them passed.
+		if bf := st.Upstream.BatchedForwards; bf.Checked == 0 || bf.Checked > st.Upstream.Envelopes || bf.FailedAfterAnswer != 0 {
+			t.Errorf("step %d: batched forwards %+v for %d envelopes", st.Index, bf, st.Upstream.Envelopes)
+		}
 		// The stand-in forwards every envelope it accepts.
 		if st.Upstream.Gap != 0 || st.Upstream.Envelopes != st.OK+st.warmOK {
 			t.Errorf("step %d: forwarded %d of %d (gap %d)", st.Index, st.Upstream.Envelopes, st.OK+st.warmOK, st.Upstream.Gap)

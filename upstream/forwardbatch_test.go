@@ -1,0 +1,171 @@
+package upstream
+
+import (
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/internal/compression"
+)
+
+// TestBatchForwards: with Config.BatchForwards, a Relay forward whose header
+// passes is answered {} at once and counted only once the batch is checked
+// (Stats does); a bad signature or an unknown project is still answered at
+// once; what fails a check on the body was answered 200 and is counted as
+// that error; SDK envelopes and bodies past BodyPreSlotBytes are checked
+// before they are answered, as without batching.
+func TestBatchForwards(t *testing.T) {
+	t.Run(FastHTTP, func(t *testing.T) {
+		// An hour: nothing is due by age, so only reading the counts checks.
+		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Hour })
+		r := newRelay(t)
+		f.register(r)
+		p := f.ps[0]
+		good := envelopeBody(p, eventID, item("event", `{"message":"x"}`), item("attachment", "abc"))
+		short := []byte(`{"event_id":"` + eventID + `"}` + "\n" + `{"type":"event","length":100}` + "\n{}\n")
+		big := envelopeBody(p, eventID, item("event", `{"message":"`+strings.Repeat("x", BodyPreSlotBytes)+`"}`))
+		relay := func(extra map[string]string) map[string]string {
+			h := f.relayHeaders(r)
+			h["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+			maps.Copy(h, extra)
+			return h
+		}
+		idAnswer := `{"id":"` + eventID + `"}`
+		for _, tc := range []struct {
+			name    string
+			path    string
+			body    []byte
+			enc     compression.Encoding
+			hdr     map[string]string
+			status  int
+			answer  string // exact body of a 200
+			batched bool   // waits in the batch
+			reason  string // the error it is counted under
+		}{
+			{name: "good forward", body: good, enc: compression.Zstd, hdr: relay(nil), status: 200, answer: "{}", batched: true},
+			{name: "good forward, identity", body: good, hdr: relay(nil), status: 200, answer: "{}", batched: true},
+			{name: "framing fails after the answer", body: short, hdr: relay(nil), status: 200, answer: "{}", batched: true, reason: "malformed_envelope"},
+			{name: "decoding fails after the answer", body: []byte("not zstd at all"), enc: compression.Zstd, hdr: relay(nil), status: 200, answer: "{}", batched: true, reason: "bad_compression"},
+			{name: "bad signature answered at once", body: good, hdr: relay(map[string]string{"X-Sentry-Relay-Signature": newRelay(t).sk.Sign(nil, f.clock.Now())}), status: 401, reason: "bad_signature"},
+			{name: "unknown project answered at once", path: "/api/999999/envelope/", body: good, hdr: relay(nil), status: 403, reason: "unknown_project"},
+			{name: "large body checked before the answer", body: big, hdr: relay(nil), status: 200, answer: idAnswer},
+			{name: "SDK envelope checked before the answer", body: good, hdr: map[string]string{"X-Sentry-Auth": p.AuthHeader("sdk/1.0")}, status: 200, answer: idAnswer},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				before := f.srv.Stats()
+				path := tc.path
+				if path == "" {
+					path = p.EnvelopePath()
+				}
+				hdr := map[string]string{"Content-Type": "application/x-sentry-envelope"}
+				maps.Copy(hdr, tc.hdr)
+				body := tc.body
+				if tc.enc != "" && tc.enc != compression.Identity {
+					hdr["Content-Encoding"] = string(tc.enc)
+					if tc.reason == "" {
+						body = encode(t, tc.enc, body)
+					}
+				}
+				resp := f.do("POST", path, body, hdr)
+				if resp.status != tc.status {
+					t.Fatalf("status %d, want %d: %s", resp.status, tc.status, resp.body)
+				}
+				if tc.status == 200 && string(resp.body) != tc.answer {
+					t.Errorf("answer %s, want %s", resp.body, tc.answer)
+				}
+				c := f.srv.stats.Load()
+				if got, want := c.envelopes.Load()-before.Envelopes, int64(0); tc.batched && got != want {
+					t.Errorf("counted before the batch was checked: %d envelopes", got)
+				}
+				after := f.srv.Stats()
+				wantEnv := int64(0)
+				if tc.status == 200 && tc.reason == "" {
+					wantEnv = 1
+				}
+				if got := after.Envelopes - before.Envelopes; got != wantEnv {
+					t.Errorf("envelopes counted %d, want %d", got, wantEnv)
+				}
+				wantChecked, wantFailed := int64(0), int64(0)
+				if tc.batched {
+					wantChecked = 1
+					if tc.reason != "" {
+						wantFailed = 1
+					}
+				}
+				if got := after.BatchedForwards.Checked - before.BatchedForwards.Checked; got != wantChecked {
+					t.Errorf("batched checked %d, want %d", got, wantChecked)
+				}
+				if got := after.BatchedForwards.FailedAfterAnswer - before.BatchedForwards.FailedAfterAnswer; got != wantFailed {
+					t.Errorf("failed after answer %d, want %d", got, wantFailed)
+				}
+				if tc.reason != "" {
+					var n int64
+					for k, v := range after.Errors {
+						if strings.HasPrefix(k, tc.reason) {
+							n += v - before.Errors[k]
+						}
+					}
+					if n != 1 {
+						t.Errorf("errors %v: want one more under %s", after.Errors, tc.reason)
+					}
+				}
+				if after.InFlight != 0 {
+					t.Errorf("in flight %d after the batch was checked", after.InFlight)
+				}
+			})
+		}
+	})
+}
+
+// TestBatchForwardsTimesAndResets: a batched forward is counted in the
+// timeline second it arrived in, however late the batch is checked; a
+// reset counts what waits into the generation it arrived in, without
+// waiting out resetWait; once a forward has waited the batch's period, the
+// next one checks the batch in the background.
+func TestBatchForwardsTimesAndResets(t *testing.T) {
+	t.Run(FastHTTP, func(t *testing.T) {
+		f := newFixture(t, func(c *Config) { c.BatchForwards = 50 * time.Millisecond })
+		r := newRelay(t)
+		f.register(r)
+		p := f.ps[1]
+		post := func() {
+			t.Helper()
+			hdr := f.relayHeaders(r)
+			hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+			wantStatus(t, f.do("POST", p.EnvelopePath(), envelopeBody(p, eventID, item("event", `{"message":"x"}`)), hdr), 200, "")
+		}
+		f.srv.ResetStats()
+		post()
+		f.clock.Add(3 * time.Second)
+		st := f.srv.Stats()
+		if got := st.Timeline.Envelopes; len(got) != 1 || got[0] != 1 {
+			t.Errorf("timeline %v, want the forward in second 0", got)
+		}
+
+		post()
+		post()
+		start := time.Now()
+		old := f.srv.ResetStats()
+		if took := time.Since(start); took >= resetWait {
+			t.Errorf("reset took %s: it waited for the batch", took)
+		}
+		if old.Envelopes != 3 || old.BatchedForwards.Checked != 3 {
+			t.Errorf("reset's last snapshot: %d envelopes, %d batched, want 3 and 3", old.Envelopes, old.BatchedForwards.Checked)
+		}
+		if n := f.srv.stats.Load().envelopes.Load(); n != 0 {
+			t.Errorf("new generation has %d envelopes", n)
+		}
+
+		post() // waits: younger than the period
+		f.clock.Add(time.Second)
+		post() // the oldest is past the period: checked in the background
+		deadline := time.Now().Add(5 * time.Second)
+		for f.srv.stats.Load().envelopes.Load() != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the batch was not checked in the background: %d envelopes counted", f.srv.stats.Load().envelopes.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+}
