@@ -30,7 +30,7 @@ import (
 const (
 	// maxBatchedForwards bounds the forwards waiting in a batch.
 	maxBatchedForwards = 4096
-	// maxBatchedBytes bounds their bodies, as received.
+	// maxBatchedBytes bounds the buffers holding their bodies.
 	maxBatchedBytes = 64 << 20
 	// batchFlushAt starts a check of the batch in the background once this
 	// many forwards wait, whatever their age.
@@ -101,7 +101,7 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 		b.oldest = now
 	}
 	b.queue = append(b.queue, queuedForward{c: c, in: *in, head: head, body: buf, at: now})
-	b.bytes += len(*buf)
+	b.bytes += cap(*buf) // what the batch holds, not what it uses
 	due := len(b.queue) >= batchFlushAt || now.Sub(b.oldest) >= b.period
 	b.mu.Unlock()
 	ctx.SetContentType("application/json")

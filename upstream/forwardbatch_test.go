@@ -3,6 +3,7 @@ package upstream
 import (
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,6 +167,64 @@ func TestBatchForwardsTimesAndResets(t *testing.T) {
 				t.Fatalf("the batch was not checked in the background: %d envelopes counted", f.srv.stats.Load().envelopes.Load())
 			}
 			time.Sleep(time.Millisecond)
+		}
+	})
+}
+
+// TestBatchForwardsConcurrent: forwards from many connections, batches
+// checked in the background and by readers at the same time, every forward
+// counted once (run it with -race).
+func TestBatchForwardsConcurrent(t *testing.T) {
+	t.Run(FastHTTP, func(t *testing.T) {
+		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Millisecond })
+		r := newRelay(t)
+		f.register(r)
+		f.srv.ResetStats()
+		const senders, each = 8, 40
+		done := make(chan struct{})
+		readerDone := make(chan struct{})
+		go func() { // a reader, and a clock that makes batches due
+			defer close(readerDone)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				f.clock.Add(time.Millisecond)
+				_ = f.srv.DataEnvelopes()
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		errc := make(chan string, senders*each)
+		var wg sync.WaitGroup
+		for g := range senders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := f.ps[g%len(f.ps)]
+				for range each {
+					hdr := f.relayHeaders(r)
+					hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+					hdr["Content-Encoding"] = "zstd"
+					resp := f.do("POST", p.EnvelopePath(), encode(t, compression.Zstd, envelopeBody(p, eventID, item("event", `{"message":"x"}`))), hdr)
+					if resp.status != 200 {
+						errc <- string(resp.body)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(done)
+		<-readerDone
+		close(errc)
+		for e := range errc {
+			t.Errorf("forward refused: %s", e)
+		}
+		st := f.srv.Stats()
+		if st.Envelopes != senders*each || st.BatchedForwards.Checked != senders*each || st.DataEnvelopes != senders*each || st.InFlight != 0 {
+			t.Errorf("envelopes %d, batched %+v, data %d, in flight %d; want %d each and none in flight",
+				st.Envelopes, st.BatchedForwards, st.DataEnvelopes, st.InFlight, senders*each)
 		}
 	})
 }
