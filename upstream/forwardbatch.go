@@ -1,8 +1,6 @@
 package upstream
 
 import (
-	"bytes"
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,36 +16,49 @@ import (
 // carriers and counting run later over the whole batch. The same work per
 // forward then runs back to back instead of once per wake-up, which costs
 // the harness less beside a busy Relay (docs/harness-cost.md has the
-// figures). What the batch defers changes nothing Relay sees except the
-// answer: Relay reads no envelope answer's body (it consumes and drops it)
-// and treats a 4xx to a forward as received, like a 200, so a forward that
-// fails a deferred check is answered 200 and counted as the error it is
-// (Stats.BatchedForwards.FailedAfterAnswer and Errors). Every count is
-// complete whenever it is read: Stats, ResetStats and DataEnvelopes check
-// what is queued first.
+// figures). What Relay sees change is only its answer: {} instead of the
+// event id (Relay consumes an envelope answer's body unread), sooner, and
+// 200 for a forward that fails a check on its body, where it would have had
+// a 4xx (Relay takes a 4xx to a forward as received, like a 200). Such a
+// forward is counted as the error it is (Errors, and
+// Stats.BatchedForwards.FailedAfterAnswer). Every count is complete
+// whenever it is read: Stats, ResetStats and DataEnvelopes check what
+// waits first.
 
-// Bounds on a batch: beyond them a forward is checked and answered at once.
+// Default bounds on a batch: past them a forward is checked before it is
+// answered.
 const (
 	// maxBatchedForwards bounds the forwards waiting in a batch.
 	maxBatchedForwards = 4096
 	// maxBatchedBytes bounds the buffers holding their bodies.
 	maxBatchedBytes = 64 << 20
-	// batchFlushAt starts a check of the batch in the background once this
-	// many forwards wait, whatever their age.
-	batchFlushAt = 512
+	// batchCheckAt starts a check of the batch in the background once this
+	// many forwards wait, before the period is up.
+	batchCheckAt = 512
 )
 
 // forwardBatch holds forwards answered and not yet checked.
 type forwardBatch struct {
-	period time.Duration // the oldest forward waits about this long at most while forwards arrive
+	period time.Duration // a batch is checked in the background this long after its first forward
+	timer  *time.Timer
 
-	mu     sync.Mutex
-	queue  []queuedForward
-	bytes  int
-	oldest time.Time
+	// maxForwards, maxBytes and checkAt are the constants above (tests
+	// lower them).
+	maxForwards, maxBytes, checkAt int
+
+	mu    sync.Mutex // also over the bounds and period, which tests change
+	queue []queuedForward
+	bytes int // buffers held by forwards waiting or being checked
 
 	checking  sync.Mutex  // one check of a batch at a time
 	scheduled atomic.Bool // a background check is on its way
+}
+
+func newForwardBatch(s *Server, period time.Duration) *forwardBatch {
+	b := &forwardBatch{period: period, maxForwards: maxBatchedForwards, maxBytes: maxBatchedBytes, checkAt: batchCheckAt}
+	b.timer = time.AfterFunc(time.Hour, func() { s.checkBatchInBackground() })
+	b.timer.Stop()
+	return b
 }
 
 // queuedForward is one forward waiting in a batch. It holds its counter
@@ -67,19 +78,14 @@ type discardAnswer struct{}
 func (discardAnswer) answerEnvelope([]byte) {}
 
 // batchForward answers a Relay forward on fasthttp and queues the rest of
-// its checks, if the batch has room and the body is small enough to be read
-// whole before the handler (BodyPreSlotBytes). handled false: the caller
-// checks and answers it as usual. A non-nil error is for the caller to
-// answer.
+// its checks. A body that fasthttp did not read whole before the handler
+// (over BodyPreSlotBytes, or of unknown length) is not batched (handled
+// false: the caller checks and answers it as usual), nor is one that finds
+// the batch full (checked and answered here). A non-nil error is for the
+// caller to answer.
 func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelopeRequest) (handled bool, e *httpError) {
 	b := s.batch
 	if n := in.body.n; n < 0 || n > BodyPreSlotBytes {
-		return false, nil
-	}
-	b.mu.Lock()
-	full := len(b.queue) >= maxBatchedForwards || b.bytes+int(in.body.n) > maxBatchedBytes
-	b.mu.Unlock()
-	if full {
 		return false, nil
 	}
 	head, e := s.checkEnvelopeHead(c, in)
@@ -93,26 +99,41 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 	if large { // not at this size (readBody takes a read slot only past BodyPreSlotBytes)
 		<-s.readSlots
 	}
-	now := s.now()
-	c.inflight.Add(1) // until checked
 	in.body = bodySource{}
+	now := s.now()
 	b.mu.Lock()
-	if len(b.queue) == 0 {
-		b.oldest = now
+	if len(b.queue) >= b.maxForwards || b.bytes+cap(*buf) > b.maxBytes {
+		b.mu.Unlock()
+		defer s.putBuf(buf)
+		return true, s.sinkBody(c, in, head, buf, (*fastAnswer)(ctx), now)
 	}
+	c.inflight.Add(1) // until checked
+	first := len(b.queue) == 0
 	b.queue = append(b.queue, queuedForward{c: c, in: *in, head: head, body: buf, at: now})
 	b.bytes += cap(*buf) // what the batch holds, not what it uses
-	due := len(b.queue) >= batchFlushAt || now.Sub(b.oldest) >= b.period
+	due, period := len(b.queue) >= b.checkAt, b.period
 	b.mu.Unlock()
 	ctx.SetContentType("application/json")
 	ctx.Response.SetBody(emptyObject)
-	if due && b.scheduled.CompareAndSwap(false, true) {
-		go func() {
-			s.checkBatch()
-			b.scheduled.Store(false)
-		}()
+	if first {
+		b.timer.Reset(period)
+	}
+	if due {
+		s.checkBatchInBackground()
 	}
 	return true, nil
+}
+
+// checkBatchInBackground checks the batch on a goroutine of its own,
+// unless one is on its way already.
+func (s *Server) checkBatchInBackground() {
+	b := s.batch
+	if b.scheduled.CompareAndSwap(false, true) {
+		go func() {
+			defer b.scheduled.Store(false)
+			s.checkBatch()
+		}()
+	}
 }
 
 // checkBatch checks, decodes and counts every forward waiting in the batch.
@@ -126,20 +147,35 @@ func (s *Server) checkBatch() {
 	defer b.checking.Unlock()
 	b.mu.Lock()
 	q := b.queue
-	b.queue, b.bytes = nil, 0
+	b.queue = nil
 	b.mu.Unlock()
 	for i := range q {
-		f := &q[i]
-		f.in.body = bodySource{r: bytes.NewReader(*f.body), n: int64(len(*f.body)), preRead: true, ctx: context.Background()}
-		c := f.c
-		if e := s.sinkBody(c, &f.in, f.head, discardAnswer{}, f.at); e != nil {
-			c.errors.add(e.reason, 1)
+		s.checkQueued(&q[i])
+		q[i] = queuedForward{}
+	}
+}
+
+// checkQueued checks one forward of a batch and gives back what it holds,
+// whatever happens: a panic is counted as the envelope handler counts one.
+func (s *Server) checkQueued(f *queuedForward) {
+	c := f.c
+	defer func() {
+		if p := recover(); p != nil {
+			c.panics.Add(1)
+			c.errors.add("panic", 1)
 			c.batchFailed.Add(1)
 		}
 		c.batchChecked.Add(1)
+		b := s.batch
+		b.mu.Lock()
+		b.bytes -= cap(*f.body)
+		b.mu.Unlock()
 		s.putBuf(f.body)
 		c.inflight.Add(-1)
-		q[i] = queuedForward{}
+	}()
+	if e := s.sinkBody(c, &f.in, f.head, f.body, discardAnswer{}, f.at); e != nil {
+		c.errors.add(e.reason, 1)
+		c.batchFailed.Add(1)
 	}
 }
 

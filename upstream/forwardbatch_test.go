@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/compression"
 )
 
@@ -122,11 +123,11 @@ func TestBatchForwards(t *testing.T) {
 // TestBatchForwardsTimesAndResets: a batched forward is counted in the
 // timeline second it arrived in, however late the batch is checked; a
 // reset counts what waits into the generation it arrived in, without
-// waiting out resetWait; once a forward has waited the batch's period, the
-// next one checks the batch in the background.
+// waiting out resetWait; a batch is checked in the background a period
+// after its first forward, or once checkAt forwards wait.
 func TestBatchForwardsTimesAndResets(t *testing.T) {
 	t.Run(FastHTTP, func(t *testing.T) {
-		f := newFixture(t, func(c *Config) { c.BatchForwards = 50 * time.Millisecond })
+		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Hour })
 		r := newRelay(t)
 		f.register(r)
 		p := f.ps[1]
@@ -135,6 +136,17 @@ func TestBatchForwardsTimesAndResets(t *testing.T) {
 			hdr := f.relayHeaders(r)
 			hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
 			wantStatus(t, f.do("POST", p.EnvelopePath(), envelopeBody(p, eventID, item("event", `{"message":"x"}`)), hdr), 200, "")
+		}
+		counted := func() int64 { return f.srv.stats.Load().envelopes.Load() }
+		waitCounted := func(want int64, why string) {
+			t.Helper()
+			deadline := time.Now().Add(5 * time.Second)
+			for counted() != want {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: %d envelopes counted, want %d", why, counted(), want)
+				}
+				time.Sleep(time.Millisecond)
+			}
 		}
 		f.srv.ResetStats()
 		post()
@@ -154,19 +166,70 @@ func TestBatchForwardsTimesAndResets(t *testing.T) {
 		if old.Envelopes != 3 || old.BatchedForwards.Checked != 3 {
 			t.Errorf("reset's last snapshot: %d envelopes, %d batched, want 3 and 3", old.Envelopes, old.BatchedForwards.Checked)
 		}
-		if n := f.srv.stats.Load().envelopes.Load(); n != 0 {
+		if n := counted(); n != 0 {
 			t.Errorf("new generation has %d envelopes", n)
 		}
 
-		post() // waits: younger than the period
-		f.clock.Add(time.Second)
-		post() // the oldest is past the period: checked in the background
-		deadline := time.Now().Add(5 * time.Second)
-		for f.srv.stats.Load().envelopes.Load() != 2 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the batch was not checked in the background: %d envelopes counted", f.srv.stats.Load().envelopes.Load())
-			}
-			time.Sleep(time.Millisecond)
+		setBatch(f.srv, func(b *forwardBatch) { b.checkAt = 3 })
+		post()
+		post()
+		time.Sleep(50 * time.Millisecond)
+		if n := counted(); n != 0 {
+			t.Fatalf("%d counted with 2 of 3 waiting and the period an hour", n)
+		}
+		post()
+		waitCounted(3, "the third of checkAt 3")
+
+		setBatch(f.srv, func(b *forwardBatch) { b.checkAt, b.period = batchCheckAt, 20*time.Millisecond })
+		post()
+		waitCounted(4, "a period after the batch's first forward")
+	})
+}
+
+// TestBatchForwardsFull: a forward that finds the batch full is checked
+// and answered at once, with its event id, and counted before anything
+// reads the counts.
+func TestBatchForwardsFull(t *testing.T) {
+	t.Run(FastHTTP, func(t *testing.T) {
+		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Hour })
+		r := newRelay(t)
+		f.register(r)
+		p := f.ps[2]
+		post := func() response {
+			t.Helper()
+			hdr := f.relayHeaders(r)
+			hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+			return f.do("POST", p.EnvelopePath(), envelopeBody(p, eventID, item("event", `{"message":"x"}`)), hdr)
+		}
+		for _, tc := range []struct {
+			name                 string
+			maxForwards, maxByte int
+			batched              int // of three forwards
+		}{
+			{"two forwards at most", 2, maxBatchedBytes, 2},
+			{"no room for a buffer", maxBatchedForwards, 1, 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				f.srv.ResetStats()
+				setBatch(f.srv, func(b *forwardBatch) { b.maxForwards, b.maxBytes = tc.maxForwards, tc.maxByte })
+				for i := range 3 {
+					resp := post()
+					want := "{}"
+					if i >= tc.batched {
+						want = `{"id":"` + eventID + `"}`
+					}
+					if resp.status != 200 || string(resp.body) != want {
+						t.Errorf("forward %d: %d %s, want 200 %s", i, resp.status, resp.body, want)
+					}
+				}
+				if n := f.srv.stats.Load().envelopes.Load(); n != int64(3-tc.batched) {
+					t.Errorf("%d counted before the batch was checked, want %d", n, 3-tc.batched)
+				}
+				st := f.srv.Stats()
+				if st.Envelopes != 3 || st.BatchedForwards.Checked != int64(tc.batched) {
+					t.Errorf("envelopes %d, batched %d; want 3 and %d", st.Envelopes, st.BatchedForwards.Checked, tc.batched)
+				}
+			})
 		}
 	})
 }
@@ -203,11 +266,17 @@ func TestBatchForwardsConcurrent(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				p := f.ps[g%len(f.ps)]
-				for range each {
+				for i := range each {
 					hdr := f.relayHeaders(r)
 					hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
 					hdr["Content-Encoding"] = "zstd"
-					resp := f.do("POST", p.EnvelopePath(), encode(t, compression.Zstd, envelopeBody(p, eventID, item("event", `{"message":"x"}`))), hdr)
+					// 1 to 4 attachments: a body mixed up between forwards
+					// changes the attachments counted.
+					items := []envelope.Item{item("event", `{"message":"x"}`)}
+					for range attachmentsOf(g, i) {
+						items = append(items, item("attachment", "abc"))
+					}
+					resp := f.do("POST", p.EnvelopePath(), encode(t, compression.Zstd, envelopeBody(p, eventID, items...)), hdr)
 					if resp.status != 200 {
 						errc <- string(resp.body)
 					}
@@ -222,9 +291,28 @@ func TestBatchForwardsConcurrent(t *testing.T) {
 			t.Errorf("forward refused: %s", e)
 		}
 		st := f.srv.Stats()
+		var attachments int64
+		for g := range senders {
+			for i := range each {
+				attachments += int64(attachmentsOf(g, i))
+			}
+		}
+		if got := st.ItemsByType["attachment"]; got != attachments {
+			t.Errorf("attachments counted %d, want %d", got, attachments)
+		}
 		if st.Envelopes != senders*each || st.BatchedForwards.Checked != senders*each || st.DataEnvelopes != senders*each || st.InFlight != 0 {
 			t.Errorf("envelopes %d, batched %+v, data %d, in flight %d; want %d each and none in flight",
 				st.Envelopes, st.BatchedForwards, st.DataEnvelopes, st.InFlight, senders*each)
 		}
 	})
+}
+
+// attachmentsOf is how many attachments forward i of sender g carries.
+func attachmentsOf(g, i int) int { return (g*7+i*3)%4 + 1 }
+
+// setBatch changes a server's batch settings under its lock.
+func setBatch(s *Server, set func(*forwardBatch)) {
+	s.batch.mu.Lock()
+	set(s.batch)
+	s.batch.mu.Unlock()
 }

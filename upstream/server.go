@@ -266,7 +266,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.started = s.now()
 	if cfg.BatchForwards > 0 {
-		s.batch = &forwardBatch{period: cfg.BatchForwards}
+		s.batch = newForwardBatch(s, cfg.BatchForwards)
 	}
 	if s.controlFrom == nil {
 		s.controlFrom = loopbackNets()
@@ -328,7 +328,9 @@ const resetWait = 2 * time.Second
 // ResetStats zeroes every counter atomically and returns the final snapshot
 // of the generation it replaced. Requests in flight at the swap finish
 // counting into the old generation first (ResetStats waits up to 2 s for
-// them), so the returned snapshot plus later ones account for every request.
+// them; forwards waiting in a batch it checks itself, each taking no
+// ingest slot, so they cannot keep it waiting), so the returned snapshot
+// plus later ones account for every request.
 func (s *Server) ResetStats() Stats {
 	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.now()))
 	deadline := time.Now().Add(resetWait)
@@ -753,8 +755,10 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 // pooled buffer the body aliases, an ingest slot and, for a body larger
 // than BodyPreSlotBytes still in its wire buffer, a read slot.
 type heldBody struct {
-	buf   *[]byte
+	buf   *[]byte // nil: nothing of the server's (decodeRead's identity body)
 	large bool
+	// unslotted: no ingest slot was taken (decodeRead).
+	unslotted bool
 }
 
 // readDecodedAs is readDecoded for a Content-Encoding already parsed. It
@@ -814,13 +818,35 @@ func (s *Server) takeSlot(ctx context.Context) *httpError {
 	return nil
 }
 
-// releaseBody gives back what readDecodedAs holds.
+// decodeRead decodes a body read already, in wire, which stays the
+// caller's. It takes no ingest slot: its one caller, checkBatch, decodes one
+// body at a time, and what waits in a batch is bounded on its own.
+func (s *Server) decodeRead(wire []byte, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
+	held = heldBody{unslotted: true}
+	if enc == compression.Identity {
+		body, e = s.decodeBody(c, enc, wire, nil)
+	} else {
+		held.buf = s.getBuf()
+		body, e = s.decodeBody(c, enc, wire, held.buf)
+	}
+	if e != nil {
+		s.releaseBody(held)
+		return nil, heldBody{}, e
+	}
+	return body, held, nil
+}
+
+// releaseBody gives back what readDecodedAs or decodeRead holds.
 func (s *Server) releaseBody(held heldBody) {
-	s.putBuf(held.buf)
+	if held.buf != nil {
+		s.putBuf(held.buf)
+	}
 	if held.large {
 		<-s.readSlots
 	}
-	<-s.slots
+	if !held.unslotted {
+		<-s.slots
+	}
 }
 
 // lookupRelay returns the relay with the given id, or nil.

@@ -71,7 +71,7 @@ func (s *Server) sinkEnvelope(c *counters, in *envelopeRequest, ans envelopeAnsw
 	if e != nil {
 		return e
 	}
-	return s.sinkBody(c, in, head, ans, s.now())
+	return s.sinkBody(c, in, head, nil, ans, s.now())
 }
 
 // envelopeHead is what the checks on a request's header found: the body's
@@ -107,10 +107,18 @@ func (s *Server) checkEnvelopeHead(c *counters, in *envelopeRequest) (envelopeHe
 }
 
 // sinkBody runs the checks on the body of an envelope whose header passed,
-// counts it as arrived at at and answers it through ans.
-func (s *Server) sinkBody(c *counters, in *envelopeRequest, head envelopeHead, ans envelopeAnswerer, at time.Time) *httpError {
+// counts it as arrived at at and answers it through ans. The body is in.body,
+// or wire when it was read already (a batched forward).
+func (s *Server) sinkBody(c *counters, in *envelopeRequest, head envelopeHead, wire *[]byte, ans envelopeAnswerer, at time.Time) *httpError {
 	pidx := head.pidx
-	decoded, held, e := s.readDecodedAs(in.body, c, head.enc)
+	var decoded []byte
+	var held heldBody
+	var e *httpError
+	if wire != nil {
+		decoded, held, e = s.decodeRead(*wire, c, head.enc)
+	} else {
+		decoded, held, e = s.readDecodedAs(in.body, c, head.enc)
+	}
 	if e != nil {
 		return e
 	}
