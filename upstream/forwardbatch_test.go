@@ -1,7 +1,11 @@
 package upstream
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"maps"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/projects"
 )
 
 // TestBatchForwards: with Config.BatchForwards, a Relay forward whose header
@@ -315,4 +320,80 @@ func setBatch(s *Server, set func(*forwardBatch)) {
 	s.batch.mu.Lock()
 	set(s.batch)
 	s.batch.mu.Unlock()
+}
+
+// FuzzBatchedForwardsCountAlike sends every input as a Relay forward to two
+// fake upstreams on fasthttp, one checking before it answers and one in
+// batches: whatever the body, both count the same envelopes, items,
+// records, outcomes, canaries, bytes and errors, and the batched one
+// counts a failure after its answer exactly when the other refused the
+// forward for its body.
+func FuzzBatchedForwardsCountAlike(f *testing.F) {
+	ps, _ := projects.Generate(3, 5)
+	p := ps[0]
+	good := envelopeBody(p, eventID, item("event", `{"a":1,"user":{"email":"rlcnry-em-aaaab x"}}`), item("client_report", `{"discarded_events":[{"reason":"x","category":"error","quantity":2}]}`),
+		item("metric_buckets", `[{"name":"c:outcomes/filtered@none","type":"c","value":1,"tags":{"category":"1"}}]`))
+	enc := compression.NewEncoder()
+	for i, e := range compression.Encodings() {
+		b, _ := enc.Encode(e, good, nil)
+		f.Add(uint8(i), b)
+		f.Add(uint8(i), good)
+	}
+	f.Add(uint8(0), []byte(`{"event_id":"`+eventID+`"}`+"\n"+`{"type":"event","length":100}`+"\n{}\n"))
+	const relayID = "3c8c1c7e-6d5e-4b8a-9a0e-6a8b2d9f0c11"
+	serve := func(batch time.Duration) (*Server, string) {
+		srv, err := New(Config{Projects: ps, MaxWireBytes: 1 << 20, MaxDecodedBytes: 4 << 20, BatchForwards: batch})
+		if err != nil {
+			f.Fatal(err)
+		}
+		srv.RegisterRelay(relayID, newRelay(f).pub)
+		return srv, serveFastServer(f, srv)
+	}
+	inline, inlineAddr := serve(0)
+	batched, batchedAddr := serve(time.Hour)
+	client := &http.Client{Transport: &http.Transport{}}
+	post := func(t *testing.T, addr string, e compression.Encoding, body []byte) int {
+		req, err := http.NewRequest("POST", "http://"+addr+p.EnvelopePath(), bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e != compression.Identity {
+			req.Header.Set("Content-Encoding", string(e))
+		}
+		req.Header.Set("X-Sentry-Auth", p.AuthHeader("fuzz"))
+		req.Header.Set("X-Sentry-Relay-Id", relayID)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// counted is what both must agree on.
+	counted := func(st Stats) string {
+		b, _ := json.Marshal([]any{st.Envelopes, st.EnvelopesBySender, st.DataEnvelopes, st.ItemsByType, st.RecordsByType,
+			st.MetricBuckets, st.Outcomes, st.Canaries, st.Bytes, st.Errors, st.Panics})
+		return string(b)
+	}
+	f.Fuzz(func(t *testing.T, encIdx uint8, body []byte) {
+		encs := compression.Encodings()
+		e := encs[int(encIdx)%len(encs)]
+		failedBefore := batched.Stats().BatchedForwards.FailedAfterAnswer
+		inlineStatus := post(t, inlineAddr, e, body)
+		batchedStatus := post(t, batchedAddr, e, body)
+		a, b := inline.Stats(), batched.Stats()
+		if ca, cb := counted(a), counted(b); ca != cb {
+			t.Fatalf("counted differently (inline %d, batched %d):\ninline  %s\nbatched %s", inlineStatus, batchedStatus, ca, cb)
+		}
+		failed := b.BatchedForwards.FailedAfterAnswer - failedBefore
+		switch {
+		case len(body) > BodyPreSlotBytes && batchedStatus != inlineStatus:
+			t.Fatalf("a %d-byte body is not batched, yet answered %d and %d", len(body), inlineStatus, batchedStatus)
+		case inlineStatus/100 == 4 && batchedStatus == 200 && failed != 1,
+			inlineStatus == 200 && (batchedStatus != 200 || failed != 0),
+			batchedStatus/100 == 4 && batchedStatus != inlineStatus:
+			t.Fatalf("answered %d inline, %d batched, %d failed after the answer", inlineStatus, batchedStatus, failed)
+		}
+	})
 }
