@@ -25,16 +25,13 @@ import (
 func TestBatchForwards(t *testing.T) {
 	t.Run(FastHTTP, func(t *testing.T) {
 		// An hour: nothing is due by age, so only reading the counts checks.
-		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Hour })
-		r := newRelay(t)
-		f.register(r)
+		f, r := newBatchFixture(t, time.Hour)
 		p := f.ps[0]
 		good := envelopeBody(p, eventID, item("event", `{"message":"x"}`), item("attachment", "abc"))
 		short := []byte(`{"event_id":"` + eventID + `"}` + "\n" + `{"type":"event","length":100}` + "\n{}\n")
 		big := envelopeBody(p, eventID, item("event", `{"message":"`+strings.Repeat("x", BodyPreSlotBytes)+`"}`))
 		relay := func(extra map[string]string) map[string]string {
-			h := f.relayHeaders(r)
-			h["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+			h := f.forwardHeaders(r, p)
 			maps.Copy(h, extra)
 			return h
 		}
@@ -132,14 +129,11 @@ func TestBatchForwards(t *testing.T) {
 // after its first forward, or once checkAt forwards wait.
 func TestBatchForwardsTimesAndResets(t *testing.T) {
 	t.Run(FastHTTP, func(t *testing.T) {
-		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Hour })
-		r := newRelay(t)
-		f.register(r)
+		f, r := newBatchFixture(t, time.Hour)
 		p := f.ps[1]
 		post := func() {
 			t.Helper()
-			hdr := f.relayHeaders(r)
-			hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+			hdr := f.forwardHeaders(r, p)
 			wantStatus(t, f.do("POST", p.EnvelopePath(), envelopeBody(p, eventID, item("event", `{"message":"x"}`)), hdr), 200, "")
 		}
 		counted := func() int64 { return f.srv.stats.Load().envelopes.Load() }
@@ -196,14 +190,11 @@ func TestBatchForwardsTimesAndResets(t *testing.T) {
 // reads the counts.
 func TestBatchForwardsFull(t *testing.T) {
 	t.Run(FastHTTP, func(t *testing.T) {
-		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Hour })
-		r := newRelay(t)
-		f.register(r)
+		f, r := newBatchFixture(t, time.Hour)
 		p := f.ps[2]
 		post := func() response {
 			t.Helper()
-			hdr := f.relayHeaders(r)
-			hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+			hdr := f.forwardHeaders(r, p)
 			return f.do("POST", p.EnvelopePath(), envelopeBody(p, eventID, item("event", `{"message":"x"}`)), hdr)
 		}
 		for _, tc := range []struct {
@@ -244,9 +235,7 @@ func TestBatchForwardsFull(t *testing.T) {
 // counted once (run it with -race).
 func TestBatchForwardsConcurrent(t *testing.T) {
 	t.Run(FastHTTP, func(t *testing.T) {
-		f := newFixture(t, func(c *Config) { c.BatchForwards = time.Millisecond })
-		r := newRelay(t)
-		f.register(r)
+		f, r := newBatchFixture(t, time.Millisecond)
 		f.srv.ResetStats()
 		const senders, each = 8, 40
 		done := make(chan struct{})
@@ -272,8 +261,7 @@ func TestBatchForwardsConcurrent(t *testing.T) {
 				defer wg.Done()
 				p := f.ps[g%len(f.ps)]
 				for i := range each {
-					hdr := f.relayHeaders(r)
-					hdr["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+					hdr := f.forwardHeaders(r, p)
 					hdr["Content-Encoding"] = "zstd"
 					// 1 to 4 attachments: a body mixed up between forwards
 					// changes the attachments counted.
@@ -396,4 +384,22 @@ func FuzzBatchedForwardsCountAlike(f *testing.F) {
 			t.Fatalf("answered %d inline, %d batched, %d failed after the answer", inlineStatus, batchedStatus, failed)
 		}
 	})
+}
+
+// newBatchFixture serves a fake upstream on fasthttp that batches forwards
+// with the given period, with a relay registered to send them.
+func newBatchFixture(t *testing.T, period time.Duration) (*fixture, *testRelay) {
+	t.Helper()
+	f := newFixture(t, func(c *Config) { c.BatchForwards = period })
+	r := newRelay(t)
+	f.register(r)
+	return f, r
+}
+
+// forwardHeaders are a forward's from relay r for project p: Relay's
+// headers and the project key it passes on.
+func (f *fixture) forwardHeaders(r *testRelay, p projects.Project) map[string]string {
+	h := f.relayHeaders(r)
+	h["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
+	return h
 }
