@@ -329,16 +329,17 @@ func FuzzBatchedForwardsCountAlike(f *testing.F) {
 	}
 	f.Add(uint8(0), []byte(`{"event_id":"`+eventID+`"}`+"\n"+`{"type":"event","length":100}`+"\n{}\n"))
 	const relayID = "3c8c1c7e-6d5e-4b8a-9a0e-6a8b2d9f0c11"
-	serve := func(batch time.Duration) (*Server, string) {
-		srv, err := New(Config{Projects: ps, MaxWireBytes: 1 << 20, MaxDecodedBytes: 4 << 20, BatchForwards: batch})
+	serve := func(batch time.Duration, hold int64) (*Server, string) {
+		srv, err := New(Config{Projects: ps, MaxWireBytes: 1 << 20, MaxDecodedBytes: 4 << 20, BatchForwards: batch, HoldForwards: hold})
 		if err != nil {
 			f.Fatal(err)
 		}
 		srv.RegisterRelay(relayID, newRelay(f).pub)
 		return srv, serveFastServer(f, srv)
 	}
-	inline, inlineAddr := serve(0)
-	batched, batchedAddr := serve(time.Hour)
+	inline, inlineAddr := serve(0, 0)
+	batched, batchedAddr := serve(time.Hour, 0)
+	held, heldAddr := serve(time.Hour, 64<<10) // a hold half full every few inputs
 	client := &http.Client{Transport: &http.Transport{}}
 	post := func(t *testing.T, addr string, e compression.Encoding, body []byte) int {
 		req, err := http.NewRequest("POST", "http://"+addr+p.EnvelopePath(), bytes.NewReader(body))
@@ -370,9 +371,13 @@ func FuzzBatchedForwardsCountAlike(f *testing.F) {
 		failedBefore := batched.Stats().BatchedForwards.FailedAfterAnswer
 		inlineStatus := post(t, inlineAddr, e, body)
 		batchedStatus := post(t, batchedAddr, e, body)
-		a, b := inline.Stats(), batched.Stats()
+		heldStatus := post(t, heldAddr, e, body)
+		a, b, h := inline.Stats(), batched.Stats(), held.Stats()
 		if ca, cb := counted(a), counted(b); ca != cb {
 			t.Fatalf("counted differently (inline %d, batched %d):\ninline  %s\nbatched %s", inlineStatus, batchedStatus, ca, cb)
+		}
+		if ca, ch := counted(a), counted(h); ca != ch {
+			t.Fatalf("counted differently (inline %d, held %d):\ninline %s\nheld   %s", inlineStatus, heldStatus, ca, ch)
 		}
 		failed := b.BatchedForwards.FailedAfterAnswer - failedBefore
 		switch {
@@ -382,6 +387,89 @@ func FuzzBatchedForwardsCountAlike(f *testing.F) {
 			inlineStatus == 200 && (batchedStatus != 200 || failed != 0),
 			batchedStatus/100 == 4 && batchedStatus != inlineStatus:
 			t.Fatalf("answered %d inline, %d batched, %d failed after the answer", inlineStatus, batchedStatus, failed)
+		}
+	})
+}
+
+// TestHoldForwards: with Config.HoldForwards, batched forwards wait until
+// their counts are read, past the batch period; their bodies go into the
+// slab ReserveHold made, which comes back for the next forwards once they
+// are checked; a hold half full is checked in the background (HoldFull),
+// and a forward that finds it full is checked before it is answered.
+func TestHoldForwards(t *testing.T) {
+	t.Run(FastHTTP, func(t *testing.T) {
+		f := newFixture(t, func(c *Config) { c.BatchForwards, c.HoldForwards = 10*time.Millisecond, 1<<20 })
+		r := newRelay(t)
+		f.register(r)
+		p := f.ps[0]
+		body := encode(t, compression.Zstd, envelopeBody(p, eventID, item("event", `{"message":"x"}`), item("attachment", "abc")))
+		post := func() response {
+			t.Helper()
+			hdr := f.forwardHeaders(r, p)
+			hdr["Content-Encoding"] = "zstd"
+			return f.do("POST", p.EnvelopePath(), body, hdr)
+		}
+		counted := func() int64 { return f.srv.stats.Load().envelopes.Load() }
+		slabs := func() (total int64, used, free int) {
+			b := f.srv.batch
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.slabs.total, len(b.slabs.used), len(b.slabs.free)
+		}
+		f.srv.ResetStats()
+		f.srv.ReserveHold(100, 3<<20) // more than the hold: one slab
+		if total, used, free := slabs(); total != holdSlab || used != 0 || free != 1 || cap(f.srv.batch.queue) < 100 {
+			t.Fatalf("reserved %d bytes in %d used and %d free slabs, room for %d forwards; want one free slab, 100 forwards",
+				total, used, free, cap(f.srv.batch.queue))
+		}
+		for range 5 {
+			if resp := post(); resp.status != 200 || string(resp.body) != "{}" {
+				t.Fatalf("held forward answered %d %s", resp.status, resp.body)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // five batch periods
+		if n := counted(); n != 0 {
+			t.Errorf("%d counted before anything read the counts", n)
+		}
+		if total, used, free := slabs(); total != holdSlab || used != 1 || free != 0 {
+			t.Errorf("held in %d bytes of slabs, %d used, %d free: want the reserved one", total, used, free)
+		}
+		st := f.srv.Stats()
+		if st.Envelopes != 5 || st.ItemsByType["attachment"] != 5 || st.BatchedForwards.Checked != 5 || st.BatchedForwards.HoldFull != 0 || st.InFlight != 0 {
+			t.Errorf("after reading: envelopes %d, attachments %d, batched %+v, in flight %d", st.Envelopes, st.ItemsByType["attachment"], st.BatchedForwards, st.InFlight)
+		}
+		if total, used, free := slabs(); total != holdSlab || used != 0 || free != 1 {
+			t.Errorf("after the check %d bytes of slabs, %d used, %d free: want the slab back", total, used, free)
+		}
+
+		size := len(body) + holdForwardOverhead
+		setBatch(f.srv, func(b *forwardBatch) { b.maxBytes = 3 * size }) // half full at the second
+		post()
+		post()
+		deadline := time.Now().Add(5 * time.Second)
+		for counted() != 7 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d counted: a hold half full was not checked", counted())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if st := f.srv.Stats(); st.BatchedForwards.HoldFull != 1 || st.BatchedForwards.Checked != 7 {
+			t.Errorf("batched %+v, want the hold full once and 7 checked", st.BatchedForwards)
+		}
+
+		setBatch(f.srv, func(b *forwardBatch) { b.maxBytes = size - 1 })
+		if resp := post(); resp.status != 200 || string(resp.body) != `{"id":"`+eventID+`"}` {
+			t.Errorf("a forward finding the hold full answered %d %s, want its id", resp.status, resp.body)
+		}
+		if n := counted(); n != 8 {
+			t.Errorf("%d counted, want the forward that found the hold full", n)
+		}
+	})
+	t.Run("no hold, nothing reserved", func(t *testing.T) {
+		f, _ := newBatchFixture(t, time.Hour)
+		f.srv.ReserveHold(100, 3<<20)
+		if b := f.srv.batch; b.slabs.total != 0 || cap(b.queue) != 0 {
+			t.Errorf("a batch without a hold reserved %d bytes, room for %d forwards", b.slabs.total, cap(b.queue))
 		}
 	})
 }

@@ -198,7 +198,8 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
 		"/outcomes/folded":          "outcomes_folded_total",
 		"/batched_forwards/checked": "batched_forwards_checked_total", "/batched_forwards/failed_after_answer": "batched_forwards_failed_after_answer_total",
-		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
+		"/batched_forwards/hold_full": "batched_forwards_hold_full_total",
+		"/http_layer/connections":     "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
 	}
 	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}
 	labelled := map[string][2]string{ // JSON map → metric, label

@@ -112,6 +112,17 @@ type Config struct {
 	// counts their bodies in batches, the oldest waiting about this long
 	// (forwardbatch.go). 0: each forward is checked before it is answered.
 	BatchForwards time.Duration
+	// HoldForwards > 0, with BatchForwards, holds batched forwards until
+	// their counts are read (Stats, /stats, ResetStats, DataEnvelopes,
+	// CheckForwards) instead of checking a batch a period after its first
+	// forward. Their bodies are copied into slabs of the hold's own, and
+	// what they take (body plus holdForwardOverhead each) is bounded by
+	// this many bytes: a hold half full is checked in the background
+	// (BatchedForwards.HoldFull), a forward that finds it full is checked
+	// before it is answered. For a harness that reads counts only after
+	// its measured window, so that the checks do not compete with what it
+	// measures (ReserveHold, forwardbatch.go).
+	HoldForwards int64
 
 	// AllowList, when true, lets only relays added with RegisterRelay (or
 	// Relays) register; otherwise any relay may register.
@@ -266,7 +277,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.started = s.now()
 	if cfg.BatchForwards > 0 {
-		s.batch = newForwardBatch(s, cfg.BatchForwards)
+		s.batch = newForwardBatch(s, cfg.BatchForwards, cfg.HoldForwards)
 	}
 	if s.controlFrom == nil {
 		s.controlFrom = loopbackNets()

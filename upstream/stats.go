@@ -193,7 +193,7 @@ type counters struct {
 	keysUnknown, globalPendingServed         atomic.Int64
 	sigVerified, sigCacheHits, sigNotChecked atomic.Int64
 	sigSampledOut                            atomic.Int64
-	batchChecked, batchFailed                atomic.Int64
+	batchChecked, batchFailed, holdFull      atomic.Int64
 
 	metricBuckets atomic.Int64 // non-outcome buckets
 	outcomeMsgs   [4]atomic.Int64
@@ -502,7 +502,7 @@ func (c *counters) snapshot(s *Server) Stats {
 		},
 		ConfigRequests:    c.configRequests(),
 		Signatures:        c.signatures(),
-		BatchedForwards:   BatchedForwards{Checked: c.batchChecked.Load(), FailedAfterAnswer: c.batchFailed.Load()},
+		BatchedForwards:   BatchedForwards{Checked: c.batchChecked.Load(), FailedAfterAnswer: c.batchFailed.Load(), HoldFull: c.holdFull.Load()},
 		Envelopes:         c.envelopes.Load(),
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
 		DataEnvelopes:     c.dataEnvelopes.Load(),

@@ -40,6 +40,8 @@ func TestBadFlags(t *testing.T) {
 		{"--verify-envelope-every", "0"},
 		{"--batch-forwards", "-1s"},
 		{"--batch-forwards", "100ms"}, // net/http serves no batch
+		{"--hold-forwards", "64MiB"},  // without --batch-forwards
+		{"--http-server", "fasthttp", "--batch-forwards", "100ms", "--hold-forwards", "lots"},
 		{"--http-server", "nginx"},
 		{"--relay-credentials", "/nonexistent/credentials.json"},
 		{"--shutdown-timeout", "5"},

@@ -19,6 +19,7 @@ type options struct {
 	listen         string
 	httpServer     string
 	batchForwards  time.Duration
+	holdForwards   int64
 	nProjects      int
 	seed           uint64
 	verify         bool
@@ -64,6 +65,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.faultsFile, "faults", "", "JSON file with faults (the POST /control body); flags add to it")
 	fs.StringVar(&o.httpServer, "http-server", upstream.NetHTTP, "HTTP server: net (net/http, every http_layer counter) or fasthttp (less CPU per envelope, as orchestrate runs it; see the README)")
 	fs.DurationVar(&o.batchForwards, "batch-forwards", 0, "with --http-server fasthttp: answer Relay's envelope forwards once their header is checked and their body read, and check, decode and count the bodies in batches, the oldest waiting about this long (orchestrate runs 100ms; 0: check each before answering)")
+	fs.Var(sizeFlag{&o.holdForwards}, "hold-forwards", "with --batch-forwards: hold the batched forwards until their counts are read (GET /stats, /stats/reset), in at most this much memory (e.g. 256MiB), instead of checking them a batch period after the first; half full, the hold is checked at once (orchestrate holds 256MiB through each step's measured window)")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", 5*time.Second, "grace period for in-flight requests on SIGINT/SIGTERM")
 	o.maxWire, o.maxDecoded = upstream.DefaultMaxWireBytes, upstream.DefaultMaxDecodedBytes
 	fs.Var(&o.credFiles, "relay-credentials", "credentials.json of a relay allowed to register (repeatable); with any, only listed relays may register")
@@ -96,12 +98,16 @@ func (o *options) config() (upstream.Config, error) {
 		MaxDecodedBytes:     o.maxDecoded,
 		Seed:                o.seed,
 		BatchForwards:       o.batchForwards,
+		HoldForwards:        o.holdForwards,
 	}
 	if !slices.Contains(upstream.HTTPServers, o.httpServer) {
 		return cfg, fmt.Errorf("--http-server %q: want %s", o.httpServer, strings.Join(upstream.HTTPServers, " or "))
 	}
 	if o.batchForwards < 0 || o.batchForwards > 0 && o.httpServer != upstream.FastHTTP {
 		return cfg, fmt.Errorf("--batch-forwards %s: want ≥ 0, and --http-server fasthttp when above 0", o.batchForwards)
+	}
+	if o.holdForwards < 0 || o.holdForwards > 0 && o.batchForwards == 0 {
+		return cfg, fmt.Errorf("--hold-forwards %d: want ≥ 0, and --batch-forwards when above 0", o.holdForwards)
 	}
 	if o.verifyEvery < 1 {
 		return cfg, fmt.Errorf("--verify-envelope-every %d: want ≥ 1", o.verifyEvery)

@@ -237,6 +237,13 @@ type CPU struct {
 	// of Relay's LoadCores: on one machine, CPU Relay could not use.
 	HarnessCores float64 `json:"harness_cores,omitempty"`
 	HarnessShare float64 `json:"harness_share_pct,omitempty"`
+	// HarnessHeldSecs is the CPU orchestrate spent after the window
+	// checking, decoding and counting the Relay forwards its fake upstream
+	// held through it (upstream.Config.HoldForwards), and
+	// HarnessShareWithHeld the share had that been spent inside it.
+	HarnessHeldSecs      float64 `json:"harness_held_check_cpu_s,omitempty"`
+	HarnessShareWithHeld float64 `json:"harness_share_with_held_pct,omitempty"`
+	windowSecs           float64 // what HarnessCores was measured over
 	// HarnessSplit is HarnessCores by what the harness was doing, from its
 	// perf recording (Config.PerfHarness).
 	HarnessSplit *HarnessSplit `json:"harness_split,omitempty"`
