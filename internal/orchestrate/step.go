@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -601,20 +602,18 @@ func (s *step) fillLoad(res *blast.Result) {
 
 // reserveHold has the fake upstream map the memory its hold will take in
 // the step (upstream.Server.ReserveHold): blast's envelopes over the warm-up
-// and the window, at the mean size of Relay's forwards so far (the warm-up's)
-// plus a quarter.
+// and the window, each forward taking a third of the pool's mean envelope
+// (Relay's zstd forwards of the default mix average 3.7 KB for 14 KB sent;
+// the warm-up's forwards are smaller than the window's), at least 1 KiB.
+// A hold that needs more maps it as it fills.
 func (s *step) reserveHold() {
 	if s.hold() == 0 || s.st.Rate == RateMax {
 		return
 	}
 	n := int(s.st.Rate*(s.cfg.Warmup+s.cfg.Duration).Seconds()*1.1) + 64
-	mean := int64(8 << 10) // none seen: about twice the default mix's
-	var wire, reqs int64
-	for _, b := range s.up.Stats().Bytes {
-		wire, reqs = wire+b.Wire, reqs+b.Requests
-	}
-	if reqs > 0 {
-		mean = wire/reqs + wire/reqs/4
+	mean := int64(1 << 10)
+	if ps := s.r.pool.Stats(); ps.Entries > 0 {
+		mean = max(mean, ps.RawBytes/int64(ps.Entries)/3)
 	}
 	s.up.ReserveHold(n, int64(n)*mean)
 }
@@ -638,7 +637,7 @@ func (s *step) checkHeld() {
 		return
 	}
 	cpu := &s.st.CPU
-	cpu.HarnessHeldSecs = b.CPU - a.CPU
+	cpu.HarnessHeldSecs = math.Round((b.CPU-a.CPU)*1000) / 1000 // /proc's ticks, without float noise
 	if cpu.LoadCores > 0 && cpu.windowSecs > 0 {
 		cpu.HarnessShareWithHeld = 100 * (cpu.HarnessCores + cpu.HarnessHeldSecs/cpu.windowSecs) / cpu.LoadCores
 	}
