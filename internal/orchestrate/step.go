@@ -657,6 +657,15 @@ func (s *step) drain() error {
 		return s.alive() // gone: say how
 	}
 	if peak, err := s.sampler.PeakRSS(); err == nil {
+		// The kernel's high-water mark can lag a reading taken just before
+		// it (seen with the stand-in: VmHWM one page below the RSS read
+		// before it, after memory was given back): no peak below a reading.
+		peak = max(peak, s.atDrainEnd.RSS)
+		if smp, _ := s.sampler.Samples(); len(smp) > 0 {
+			for _, x := range smp {
+				peak = max(peak, x.RSS)
+			}
+		}
 		s.st.Memory.PeakRSS = peak
 	}
 	s.st.Memory.EndRSS = s.atDrainEnd.RSS
