@@ -147,8 +147,8 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 	b.queue = append(b.queue, f)
 	b.bytes += size
 	var due bool
-	if b.hold {
-		due = b.bytes >= b.maxBytes/2 || len(b.queue) >= b.maxForwards/2
+	if b.hold { // every forward counts 512 bytes at least: the bytes bound the count too
+		due = b.bytes >= b.maxBytes/2
 	} else {
 		due = len(b.queue) >= b.checkAt
 	}
@@ -187,7 +187,7 @@ func (s *Server) ReserveHold(forwards int, bytes int64) {
 		copy(q, b.queue)
 		b.queue = q
 	}
-	b.slabs.reserve(min(bytes, int64(b.maxBytes)))
+	b.slabs.reserve(min(bytes, int64(b.maxBytes/2))) // past half the hold is checked
 }
 
 // CheckForwards checks, decodes and counts every forward waiting in a batch

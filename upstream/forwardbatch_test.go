@@ -398,7 +398,7 @@ func FuzzBatchedForwardsCountAlike(f *testing.F) {
 // and a forward that finds it full is checked before it is answered.
 func TestHoldForwards(t *testing.T) {
 	t.Run(FastHTTP, func(t *testing.T) {
-		f := newFixture(t, func(c *Config) { c.BatchForwards, c.HoldForwards = 10*time.Millisecond, 1<<20 })
+		f := newFixture(t, func(c *Config) { c.BatchForwards, c.HoldForwards = 10*time.Millisecond, 2<<20 })
 		r := newRelay(t)
 		f.register(r)
 		p := f.ps[0]
@@ -417,7 +417,7 @@ func TestHoldForwards(t *testing.T) {
 			return b.slabs.total, len(b.slabs.used), len(b.slabs.free)
 		}
 		f.srv.ResetStats()
-		f.srv.ReserveHold(100, 3<<20) // more than the hold: one slab
+		f.srv.ReserveHold(100, 3<<20) // more than half the hold, which is all a hold fills: one slab
 		if total, used, free := slabs(); total != holdSlab || used != 0 || free != 1 || cap(f.srv.batch.queue) < 100 {
 			t.Fatalf("reserved %d bytes in %d used and %d free slabs, room for %d forwards; want one free slab, 100 forwards",
 				total, used, free, cap(f.srv.batch.queue))
@@ -438,8 +438,9 @@ func TestHoldForwards(t *testing.T) {
 		if st.Envelopes != 5 || st.ItemsByType["attachment"] != 5 || st.BatchedForwards.Checked != 5 || st.BatchedForwards.HoldFull != 0 || st.InFlight != 0 {
 			t.Errorf("after reading: envelopes %d, attachments %d, batched %+v, in flight %d", st.Envelopes, st.ItemsByType["attachment"], st.BatchedForwards, st.InFlight)
 		}
-		if total, used, free := slabs(); total != holdSlab || used != 0 || free != 1 {
-			t.Errorf("after the check %d bytes of slabs, %d used, %d free: want the slab back", total, used, free)
+		if total, used, free := slabs(); total != holdSlab || used != 0 || free != 1 || cap(f.srv.batch.queue) < 100 {
+			t.Errorf("after the check %d bytes of slabs, %d used, %d free, room for %d forwards: want the slab and the room back",
+				total, used, free, cap(f.srv.batch.queue))
 		}
 
 		size := len(body) + holdForwardOverhead

@@ -240,7 +240,10 @@ type CPU struct {
 	// HarnessHeldSecs is the CPU orchestrate spent after the window
 	// checking, decoding and counting the Relay forwards its fake upstream
 	// held through it (upstream.Config.HoldForwards), and
-	// HarnessShareWithHeld the share had that been spent inside it.
+	// HarnessShareWithHeld the share had that been spent inside it: an
+	// upper bound, since the check also covers the warm-up's forwards and
+	// those that arrive after the window, and the process's CPU while it
+	// runs includes serving them.
 	HarnessHeldSecs      float64 `json:"harness_held_check_cpu_s,omitempty"`
 	HarnessShareWithHeld float64 `json:"harness_share_with_held_pct,omitempty"`
 	windowSecs           float64 // what HarnessCores was measured over

@@ -202,8 +202,11 @@ const forwardBatchPeriod = 100 * time.Millisecond
 
 // forwardHold bounds the memory in which the fake upstream holds Relay's
 // forwards through a step's measured window (upstream.Config.HoldForwards):
-// at 800/s for 35 s, Relay's forwards of about 4 KB take some 130 MiB.
-// Half full, the hold is checked during the window (the step says so).
+// each held forward counts its body (3.7 KB on average with the default
+// mix) plus 512 bytes, so at 800/s over the default 32 s of warm-up and
+// window the hold counts about 105 MiB. Half full (128 MiB: about 1,000/s
+// at the default durations) it is checked during the window, and the step
+// says so.
 const forwardHold = 256 << 20
 
 // hold is the fake upstream's hold of Relay's forwards in the step: none
