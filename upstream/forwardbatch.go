@@ -285,7 +285,7 @@ func (s *Server) checkBatch() {
 		s.checkQueued(&q[i])
 		q[i] = queuedForward{}
 	}
-	if len(slabs) > 0 || cap(q) > 0 && b.hold {
+	if b.hold {
 		b.mu.Lock()
 		b.slabs.give(slabs)
 		if b.queue == nil {

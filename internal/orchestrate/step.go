@@ -622,15 +622,15 @@ func (s *step) reserveHold() {
 }
 
 // checkHeld has the fake upstream check the forwards it held through the
-// window, and counts the harness's CPU for it.
+// window, and counts the harness's CPU for it. Without a hold, or without a
+// reading of orchestrate's CPU, the drain's first read of the counts checks
+// them.
 func (s *step) checkHeld() {
 	if s.hold() == 0 {
-		s.up.CheckForwards()
 		return
 	}
 	self, err := relayproc.NewSampler(os.Getpid())
 	if err != nil {
-		s.up.CheckForwards()
 		return
 	}
 	a, errA := self.Read()
@@ -664,10 +664,9 @@ func (s *step) drain() error {
 		// it (seen with the stand-in: VmHWM one page below the RSS read
 		// before it, after memory was given back): no peak below a reading.
 		peak = max(peak, s.atDrainEnd.RSS)
-		if smp, _ := s.sampler.Samples(); len(smp) > 0 {
-			for _, x := range smp {
-				peak = max(peak, x.RSS)
-			}
+		smp, _ := s.sampler.Samples()
+		for _, x := range smp {
+			peak = max(peak, x.RSS)
 		}
 		s.st.Memory.PeakRSS = peak
 	}
