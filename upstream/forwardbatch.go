@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"math"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,10 +29,18 @@ import (
 
 // A hold (Config.HoldForwards) is a batch that waits until its counts are
 // read: no timer and no count checks it, only a read or its filling half
-// way. Its bodies are copied into slabs of its own rather than kept in the
-// server's 16 KiB buffers (Relay's forwards average under 4 KB on the
-// wire), and ReserveHold can take those slabs from the kernel before a
-// measured window, so that their first touch does not land in it.
+// way. A held forward is answered once the relay that sent it is found
+// registered and its body is read: the rest of its header's checks
+// (encoding, signature, project) wait with its body's, the signature's age
+// taken at the forward's arrival. Relay takes the 4xx such a check gives as
+// it takes a 200: relay-server's SendEnvelope accepts the envelope, with no
+// outcome, retry, re-registration or log of its own, for every answer but
+// 429 (whose rate limits it keeps) and 502–504 (which it retries). So only
+// the status it sees changes. Its bodies are copied into slabs of its own
+// rather than kept in the server's 16 KiB buffers (Relay's forwards average
+// under 4 KB on the wire), and ReserveHold can take those slabs from the
+// kernel before a measured window, so that their first touch does not land
+// in it.
 
 // Default bounds on a batch: past them a forward is checked before it is
 // answered.
@@ -93,10 +102,13 @@ type queuedForward struct {
 	c    *counters
 	in   envelopeRequest
 	head envelopeHead
-	wire []byte  // the body as read
-	buf  *[]byte // the pooled buffer wire lies in; nil when in a hold's slab
-	size int     // what it counts in forwardBatch.bytes
-	at   time.Time
+	// headLater: the header's checks (but the relay's registration) are
+	// still to run, as in a hold.
+	headLater bool
+	wire      []byte  // the body as read
+	buf       *[]byte // the pooled buffer wire lies in; nil when in a hold's slab
+	size      int     // what it counts in forwardBatch.bytes
+	at        time.Time
 }
 
 // discardAnswer takes the answer to a forward answered already.
@@ -115,8 +127,15 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 	if n := in.body.n; n < 0 || n > BodyPreSlotBytes {
 		return false, nil
 	}
-	head, e := s.checkEnvelopeHead(c, in)
-	if e != nil {
+	now := s.now()
+	var head envelopeHead
+	if b.hold {
+		// The header's checks wait with the body's (checkQueued, at the
+		// forward's arrival time), but for the relay's registration.
+		if rl := s.lookupRelay(in.relayID); rl == nil || !rl.registered {
+			return true, newError(http.StatusForbidden, "unknown_relay", "relay not registered", "relay id "+in.relayID)
+		}
+	} else if head, e = s.checkEnvelopeHead(c, in, now); e != nil {
 		return true, e
 	}
 	buf, large, e := s.readBody(in.body)
@@ -127,7 +146,6 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 		<-s.readSlots
 	}
 	in.body = bodySource{}
-	now := s.now()
 	size := cap(*buf) // what a batch holds, not what it uses
 	if b.hold {
 		size = len(*buf) + holdForwardOverhead
@@ -136,10 +154,15 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 	if len(b.queue) >= b.maxForwards || b.bytes+size > b.maxBytes {
 		b.mu.Unlock()
 		defer s.putBuf(buf)
+		if b.hold {
+			if head, e = s.checkEnvelopeHead(c, in, now); e != nil {
+				return true, e
+			}
+		}
 		return true, s.sinkBody(c, in, head, buf, (*fastAnswer)(ctx), now)
 	}
 	c.inflight.Add(1) // until checked
-	f := queuedForward{c: c, in: *in, head: head, wire: *buf, buf: buf, size: size, at: now}
+	f := queuedForward{c: c, in: *in, head: head, headLater: b.hold, wire: *buf, buf: buf, size: size, at: now}
 	if b.hold {
 		f.wire, f.buf = b.slabs.copy(*buf), nil
 	}
@@ -315,6 +338,14 @@ func (s *Server) checkQueued(f *queuedForward) {
 		}
 		c.inflight.Add(-1)
 	}()
+	if f.headLater {
+		var e *httpError
+		if f.head, e = s.checkEnvelopeHead(c, &f.in, f.at); e != nil {
+			c.errors.add(e.reason, 1)
+			c.batchFailed.Add(1)
+			return
+		}
+	}
 	if e := s.sinkBody(c, &f.in, f.head, &f.wire, discardAnswer{}, f.at); e != nil {
 		c.errors.add(e.reason, 1)
 		c.batchFailed.Add(1)

@@ -23,103 +23,135 @@ import (
 // that error; SDK envelopes and bodies past BodyPreSlotBytes are checked
 // before they are answered, as without batching.
 func TestBatchForwards(t *testing.T) {
-	t.Run(FastHTTP, func(t *testing.T) {
-		// An hour: nothing is due by age, so only reading the counts checks.
-		f, r := newBatchFixture(t, time.Hour)
-		p := f.ps[0]
-		good := envelopeBody(p, eventID, item("event", `{"message":"x"}`), item("attachment", "abc"))
-		short := []byte(`{"event_id":"` + eventID + `"}` + "\n" + `{"type":"event","length":100}` + "\n{}\n")
-		big := envelopeBody(p, eventID, item("event", `{"message":"`+strings.Repeat("x", BodyPreSlotBytes)+`"}`))
-		relay := func(extra map[string]string) map[string]string {
-			h := f.forwardHeaders(r, p)
-			maps.Copy(h, extra)
-			return h
-		}
-		idAnswer := `{"id":"` + eventID + `"}`
-		for _, tc := range []struct {
-			name    string
-			path    string
-			body    []byte
-			enc     compression.Encoding
-			hdr     map[string]string
-			status  int
-			answer  string // exact body of a 200
-			batched bool   // waits in the batch
-			reason  string // the error it is counted under
-		}{
-			{name: "good forward", body: good, enc: compression.Zstd, hdr: relay(nil), status: 200, answer: "{}", batched: true},
-			{name: "good forward, identity", body: good, hdr: relay(nil), status: 200, answer: "{}", batched: true},
-			{name: "framing fails after the answer", body: short, hdr: relay(nil), status: 200, answer: "{}", batched: true, reason: "malformed_envelope"},
-			{name: "decoding fails after the answer", body: []byte("not zstd at all"), enc: compression.Zstd, hdr: relay(nil), status: 200, answer: "{}", batched: true, reason: "bad_compression"},
-			{name: "bad signature answered at once", body: good, hdr: relay(map[string]string{"X-Sentry-Relay-Signature": newRelay(t).sk.Sign(nil, f.clock.Now())}), status: 401, reason: "bad_signature"},
-			{name: "unknown project answered at once", path: "/api/999999/envelope/", body: good, hdr: relay(nil), status: 403, reason: "unknown_project"},
-			{name: "large body checked before the answer", body: big, hdr: relay(nil), status: 200, answer: idAnswer},
-			{name: "SDK envelope checked before the answer", body: good, hdr: map[string]string{"X-Sentry-Auth": p.AuthHeader("sdk/1.0")}, status: 200, answer: idAnswer},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				before := f.srv.Stats()
-				path := tc.path
-				if path == "" {
-					path = p.EnvelopePath()
+	for _, mode := range []struct {
+		name string
+		hold int64
+	}{{"batch", 0}, {"hold", 2 << 20}} {
+		t.Run(FastHTTP+"/"+mode.name, func(t *testing.T) { testBatchForwards(t, mode.hold) })
+	}
+}
+
+// testBatchForwards is TestBatchForwards with a batch, or a hold of hold
+// bytes, in which only the relay's registration is checked before the
+// answer (a case marked later waits there with its body's checks).
+func testBatchForwards(t *testing.T, hold int64) {
+	// An hour: nothing is due by age, so only reading the counts checks.
+	f := newFixture(t, func(c *Config) { c.BatchForwards, c.HoldForwards = time.Hour, hold })
+	r := newRelay(t)
+	f.register(r)
+	p := f.ps[0]
+	good := envelopeBody(p, eventID, item("event", `{"message":"x"}`), item("attachment", "abc"))
+	short := []byte(`{"event_id":"` + eventID + `"}` + "\n" + `{"type":"event","length":100}` + "\n{}\n")
+	big := envelopeBody(p, eventID, item("event", `{"message":"`+strings.Repeat("x", BodyPreSlotBytes)+`"}`))
+	relay := func(extra map[string]string) map[string]string {
+		h := f.forwardHeaders(r, p)
+		maps.Copy(h, extra)
+		return h
+	}
+	idAnswer := `{"id":"` + eventID + `"}`
+	for _, tc := range []struct {
+		name    string
+		path    string
+		body    []byte
+		enc     compression.Encoding
+		hdr     map[string]string
+		status  int
+		answer  string // exact body of a 200
+		batched bool   // waits in the batch
+		reason  string // the error it is counted under
+		later   bool   // a hold answers it 200 and checks it with its body
+	}{
+		{name: "good forward", body: good, enc: compression.Zstd, hdr: relay(nil), status: 200, answer: "{}", batched: true},
+		{name: "good forward, identity", body: good, hdr: relay(nil), status: 200, answer: "{}", batched: true},
+		{name: "framing fails after the answer", body: short, hdr: relay(nil), status: 200, answer: "{}", batched: true, reason: "malformed_envelope"},
+		{name: "decoding fails after the answer", body: []byte("not zstd at all"), enc: compression.Zstd, hdr: relay(nil), status: 200, answer: "{}", batched: true, reason: "bad_compression"},
+		{name: "bad signature", body: good, hdr: relay(map[string]string{"X-Sentry-Relay-Signature": newRelay(t).sk.Sign(nil, f.clock.Now())}), status: 401, reason: "bad_signature", later: true},
+		{name: "expired signature", body: good, hdr: relay(map[string]string{"X-Sentry-Relay-Signature": r.sk.Sign(nil, f.clock.Now().Add(-DefaultMaxSignatureAge-time.Minute))}), status: 401, reason: "expired_signature", later: true},
+		{name: "unknown project", path: "/api/999999/envelope/", body: good, hdr: relay(nil), status: 403, reason: "unknown_project", later: true},
+		{name: "unknown encoding", body: good, hdr: relay(map[string]string{"Content-Encoding": "snappy"}), status: 415, reason: "bad_encoding", later: true},
+		{name: "unregistered relay answered at once", body: good, hdr: relay(map[string]string{"X-Sentry-Relay-Id": newRelay(t).id}), status: 403, reason: "unknown_relay"},
+		{name: "large body checked before the answer", body: big, hdr: relay(nil), status: 200, answer: idAnswer},
+		{name: "SDK envelope checked before the answer", body: good, hdr: map[string]string{"X-Sentry-Auth": p.AuthHeader("sdk/1.0")}, status: 200, answer: idAnswer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.later && hold > 0 {
+				tc.status, tc.answer, tc.batched = 200, "{}", true
+			}
+			before := f.srv.Stats()
+			path := tc.path
+			if path == "" {
+				path = p.EnvelopePath()
+			}
+			hdr := map[string]string{"Content-Type": "application/x-sentry-envelope"}
+			maps.Copy(hdr, tc.hdr)
+			body := tc.body
+			if tc.enc != "" && tc.enc != compression.Identity {
+				hdr["Content-Encoding"] = string(tc.enc)
+				if tc.reason == "" {
+					body = encode(t, tc.enc, body)
 				}
-				hdr := map[string]string{"Content-Type": "application/x-sentry-envelope"}
-				maps.Copy(hdr, tc.hdr)
-				body := tc.body
-				if tc.enc != "" && tc.enc != compression.Identity {
-					hdr["Content-Encoding"] = string(tc.enc)
-					if tc.reason == "" {
-						body = encode(t, tc.enc, body)
-					}
-				}
-				resp := f.do("POST", path, body, hdr)
-				if resp.status != tc.status {
-					t.Fatalf("status %d, want %d: %s", resp.status, tc.status, resp.body)
-				}
-				if tc.status == 200 && string(resp.body) != tc.answer {
-					t.Errorf("answer %s, want %s", resp.body, tc.answer)
-				}
-				c := f.srv.stats.Load()
-				if got, want := c.envelopes.Load()-before.Envelopes, int64(0); tc.batched && got != want {
-					t.Errorf("counted before the batch was checked: %d envelopes", got)
-				}
-				after := f.srv.Stats()
-				wantEnv := int64(0)
-				if tc.status == 200 && tc.reason == "" {
-					wantEnv = 1
-				}
-				if got := after.Envelopes - before.Envelopes; got != wantEnv {
-					t.Errorf("envelopes counted %d, want %d", got, wantEnv)
-				}
-				wantChecked, wantFailed := int64(0), int64(0)
-				if tc.batched {
-					wantChecked = 1
-					if tc.reason != "" {
-						wantFailed = 1
-					}
-				}
-				if got := after.BatchedForwards.Checked - before.BatchedForwards.Checked; got != wantChecked {
-					t.Errorf("batched checked %d, want %d", got, wantChecked)
-				}
-				if got := after.BatchedForwards.FailedAfterAnswer - before.BatchedForwards.FailedAfterAnswer; got != wantFailed {
-					t.Errorf("failed after answer %d, want %d", got, wantFailed)
-				}
+			}
+			resp := f.do("POST", path, body, hdr)
+			if resp.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.status, tc.status, resp.body)
+			}
+			if tc.status == 200 && string(resp.body) != tc.answer {
+				t.Errorf("answer %s, want %s", resp.body, tc.answer)
+			}
+			c := f.srv.stats.Load()
+			if got, want := c.envelopes.Load()-before.Envelopes, int64(0); tc.batched && got != want {
+				t.Errorf("counted before the batch was checked: %d envelopes", got)
+			}
+			after := f.srv.Stats()
+			wantEnv := int64(0)
+			if tc.status == 200 && tc.reason == "" {
+				wantEnv = 1
+			}
+			if got := after.Envelopes - before.Envelopes; got != wantEnv {
+				t.Errorf("envelopes counted %d, want %d", got, wantEnv)
+			}
+			wantChecked, wantFailed := int64(0), int64(0)
+			if tc.batched {
+				wantChecked = 1
 				if tc.reason != "" {
-					var n int64
-					for k, v := range after.Errors {
-						if strings.HasPrefix(k, tc.reason) {
-							n += v - before.Errors[k]
-						}
-					}
-					if n != 1 {
-						t.Errorf("errors %v: want one more under %s", after.Errors, tc.reason)
+					wantFailed = 1
+				}
+			}
+			if got := after.BatchedForwards.Checked - before.BatchedForwards.Checked; got != wantChecked {
+				t.Errorf("batched checked %d, want %d", got, wantChecked)
+			}
+			if got := after.BatchedForwards.FailedAfterAnswer - before.BatchedForwards.FailedAfterAnswer; got != wantFailed {
+				t.Errorf("failed after answer %d, want %d", got, wantFailed)
+			}
+			if tc.reason != "" {
+				var n int64
+				for k, v := range after.Errors {
+					if strings.HasPrefix(k, tc.reason) {
+						n += v - before.Errors[k]
 					}
 				}
-				if after.InFlight != 0 {
-					t.Errorf("in flight %d after the batch was checked", after.InFlight)
+				if n != 1 {
+					t.Errorf("errors %v: want one more under %s", after.Errors, tc.reason)
 				}
-			})
-		}
-	})
+			}
+			if after.InFlight != 0 {
+				t.Errorf("in flight %d after the batch was checked", after.InFlight)
+			}
+		})
+	}
+	if hold > 0 {
+		t.Run("signature aged at its arrival", func(t *testing.T) {
+			before := f.srv.Stats()
+			if resp := f.do("POST", p.EnvelopePath(), good, relay(nil)); resp.status != 200 {
+				t.Fatalf("status %d: %s", resp.status, resp.body)
+			}
+			f.clock.Add(DefaultMaxSignatureAge + time.Minute) // past its age limit before the check
+			after := f.srv.Stats()
+			if env, failed := after.Envelopes-before.Envelopes, after.BatchedForwards.FailedAfterAnswer-before.BatchedForwards.FailedAfterAnswer; env != 1 || failed != 0 {
+				t.Errorf("%d envelopes counted, %d failed after the answer (errors %v): want the forward counted", env, failed, after.Errors)
+			}
+		})
+	}
 }
 
 // TestBatchForwardsTimesAndResets: a batched forward is counted in the
@@ -464,6 +496,11 @@ func TestHoldForwards(t *testing.T) {
 		}
 		if n := counted(); n != 8 {
 			t.Errorf("%d counted, want the forward that found the hold full", n)
+		}
+		hdr := f.forwardHeaders(r, p)
+		hdr["Content-Encoding"], hdr["X-Sentry-Relay-Signature"] = "zstd", newRelay(t).sk.Sign(nil, f.clock.Now())
+		if resp := f.do("POST", p.EnvelopePath(), body, hdr); resp.status != 401 {
+			t.Errorf("a forward with a bad signature finding the hold full answered %d %s, want 401", resp.status, resp.body)
 		}
 	})
 	t.Run("no hold, nothing reserved", func(t *testing.T) {

@@ -115,7 +115,9 @@ type Config struct {
 	// HoldForwards > 0, with BatchForwards, holds batched forwards until
 	// their counts are read (Stats, /stats, ResetStats, DataEnvelopes,
 	// CheckForwards) instead of checking a batch a period after its first
-	// forward. Their bodies are copied into slabs of the hold's own, and
+	// forward, and only the relay's registration is checked before a held
+	// forward is answered (forwardbatch.go says why that is all Relay
+	// needs). Their bodies are copied into slabs of the hold's own, and
 	// what they take (body plus holdForwardOverhead each) is bounded by
 	// this many bytes: a hold half full is checked in the background
 	// (BatchedForwards.HoldFull), a forward that finds it full is checked
@@ -872,11 +874,12 @@ func (s *Server) lookupRelay(id string) *relay {
 // on a request after registration. cacheable marks signatures over empty
 // data (envelopes), whose verified values may be cached.
 func (s *Server) authRelay(req *http.Request, c *counters, data []byte, cacheable bool) (*relay, *httpError) {
-	return s.authRelayAs(req.Header.Get("X-Sentry-Relay-Id"), req.Header.Get("X-Sentry-Relay-Signature"), c, data, cacheable)
+	return s.authRelayAs(req.Header.Get("X-Sentry-Relay-Id"), req.Header.Get("X-Sentry-Relay-Signature"), c, data, cacheable, s.now())
 }
 
-// authRelayAs is authRelay on the two header values.
-func (s *Server) authRelayAs(id, sig string, c *counters, data []byte, cacheable bool) (*relay, *httpError) {
+// authRelayAs is authRelay on the two header values, for a request that
+// arrived at now (a signature's age is its age then).
+func (s *Server) authRelayAs(id, sig string, c *counters, data []byte, cacheable bool, now time.Time) (*relay, *httpError) {
 	if id == "" {
 		return nil, newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
 	}
@@ -891,7 +894,6 @@ func (s *Server) authRelayAs(id, sig string, c *counters, data []byte, cacheable
 	if sig == "" {
 		return nil, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
 	}
-	now := s.now()
 	if cacheable {
 		if v, ok := rl.sigs.Load(sig); ok {
 			if now.UnixNano() <= v.(int64) {

@@ -67,11 +67,12 @@ type envelopeAnswerer interface{ answerEnvelope(id []byte) }
 // (limits.go), the outcome carriers (client_report and metric_buckets
 // items, read in full). Then everything is counted and answered.
 func (s *Server) sinkEnvelope(c *counters, in *envelopeRequest, ans envelopeAnswerer) *httpError {
-	head, e := s.checkEnvelopeHead(c, in)
+	now := s.now()
+	head, e := s.checkEnvelopeHead(c, in, now)
 	if e != nil {
 		return e
 	}
-	return s.sinkBody(c, in, head, nil, ans, s.now())
+	return s.sinkBody(c, in, head, nil, ans, now)
 }
 
 // envelopeHead is what the checks on a request's header found: the body's
@@ -82,9 +83,9 @@ type envelopeHead struct {
 	pidx      int
 }
 
-// checkEnvelopeHead runs the checks that need only the request's header:
-// encoding, relay authentication, project.
-func (s *Server) checkEnvelopeHead(c *counters, in *envelopeRequest) (envelopeHead, *httpError) {
+// checkEnvelopeHead runs the checks that need only the header of a request
+// that arrived at at: encoding, relay authentication, project.
+func (s *Server) checkEnvelopeHead(c *counters, in *envelopeRequest, at time.Time) (envelopeHead, *httpError) {
 	enc := compression.Identity
 	if len(in.encLines) > 0 {
 		var err error
@@ -94,7 +95,7 @@ func (s *Server) checkEnvelopeHead(c *counters, in *envelopeRequest) (envelopeHe
 	}
 	fromRelay := in.relayID != ""
 	if fromRelay {
-		if _, e := s.authRelayAs(in.relayID, in.signature, c, nil, true); e != nil {
+		if _, e := s.authRelayAs(in.relayID, in.signature, c, nil, true, at); e != nil {
 			return envelopeHead{}, e
 		}
 	}
