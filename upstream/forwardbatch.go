@@ -304,10 +304,17 @@ func (s *Server) checkBatch() {
 	b.queue = nil
 	slabs := b.slabs.take()
 	b.mu.Unlock()
+	start := 0 // of the current generation's forwards, which are contiguous
 	for i := range q {
 		s.checkQueued(&q[i])
-		q[i] = queuedForward{}
+		if c := q[i].c; i == len(q)-1 || q[i+1].c != c {
+			if n := int64(i + 1 - start); n > c.batchLargest.Load() {
+				c.batchLargest.Store(n)
+			}
+			start = i + 1
+		}
 	}
+	clear(q)
 	if b.hold {
 		b.mu.Lock()
 		b.slabs.give(slabs)
@@ -364,4 +371,8 @@ type BatchedForwards struct {
 	// HoldFull counts the times a hold (Config.HoldForwards) filled half
 	// way and was checked before its counts were read.
 	HoldFull int64 `json:"hold_full"`
+	// LargestCheck is the most forwards that arrived since the counts
+	// were reset and were checked together: with a hold read only after a
+	// harness's window, about every forward of the window.
+	LargestCheck int64 `json:"largest_check"`
 }

@@ -467,7 +467,7 @@ func TestHoldForwards(t *testing.T) {
 			t.Errorf("held in %d bytes of slabs, %d used, %d free: want the reserved one", total, used, free)
 		}
 		st := f.srv.Stats()
-		if st.Envelopes != 5 || st.ItemsByType["attachment"] != 5 || st.BatchedForwards.Checked != 5 || st.BatchedForwards.HoldFull != 0 || st.InFlight != 0 {
+		if st.Envelopes != 5 || st.ItemsByType["attachment"] != 5 || st.BatchedForwards.Checked != 5 || st.BatchedForwards.LargestCheck != 5 || st.BatchedForwards.HoldFull != 0 || st.InFlight != 0 {
 			t.Errorf("after reading: envelopes %d, attachments %d, batched %+v, in flight %d", st.Envelopes, st.ItemsByType["attachment"], st.BatchedForwards, st.InFlight)
 		}
 		if total, used, free := slabs(); total != holdSlab || used != 0 || free != 1 || cap(f.srv.batch.queue) < 100 {

@@ -18,7 +18,7 @@ func richStats() Stats {
 		Registrations:   Registrations{Challenges: 3, Responses: 2, Failures: map[string]int64{"bad_signature": 1, "expired_token": 4}},
 		ConfigRequests:  ConfigRequests{Global: 5, GlobalPending: 1, Project: 6, KeysServed: 70, Pending: 8, Unchanged: 9, Unknown: 10},
 		Signatures:      Signatures{Verified: 11, CacheHits: 12, SampledOut: 13, NotChecked: 14},
-		BatchedForwards: BatchedForwards{Checked: 15, FailedAfterAnswer: 16},
+		BatchedForwards: BatchedForwards{Checked: 15, FailedAfterAnswer: 16, LargestCheck: 17},
 		Envelopes:       15, EnvelopesBySender: map[string]int64{"relay": 10, "sdk": 5},
 		ItemsByType:   map[string]int64{"event": 16, "log": 17, "other": 1},
 		RecordsByType: map[string]int64{"event": 16, "log": 170, "other": 1},
@@ -198,8 +198,8 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
 		"/outcomes/folded":          "outcomes_folded_total",
 		"/batched_forwards/checked": "batched_forwards_checked_total", "/batched_forwards/failed_after_answer": "batched_forwards_failed_after_answer_total",
-		"/batched_forwards/hold_full": "batched_forwards_hold_full_total",
-		"/http_layer/connections":     "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
+		"/batched_forwards/hold_full": "batched_forwards_hold_full_total", "/batched_forwards/largest_check": "batched_forwards_largest_check",
+		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
 	}
 	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}
 	labelled := map[string][2]string{ // JSON map → metric, label

@@ -194,6 +194,7 @@ type counters struct {
 	sigVerified, sigCacheHits, sigNotChecked atomic.Int64
 	sigSampledOut                            atomic.Int64
 	batchChecked, batchFailed, holdFull      atomic.Int64
+	batchLargest                             atomic.Int64 // written under forwardBatch.checking
 
 	metricBuckets atomic.Int64 // non-outcome buckets
 	outcomeMsgs   [4]atomic.Int64
@@ -502,7 +503,7 @@ func (c *counters) snapshot(s *Server) Stats {
 		},
 		ConfigRequests:    c.configRequests(),
 		Signatures:        c.signatures(),
-		BatchedForwards:   BatchedForwards{Checked: c.batchChecked.Load(), FailedAfterAnswer: c.batchFailed.Load(), HoldFull: c.holdFull.Load()},
+		BatchedForwards:   BatchedForwards{Checked: c.batchChecked.Load(), FailedAfterAnswer: c.batchFailed.Load(), HoldFull: c.holdFull.Load(), LargestCheck: c.batchLargest.Load()},
 		Envelopes:         c.envelopes.Load(),
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
 		DataEnvelopes:     c.dataEnvelopes.Load(),

@@ -125,6 +125,11 @@ func TestStandinSweep(t *testing.T) {
 		if bf := st.Upstream.BatchedForwards; bf.Checked == 0 || bf.Checked > st.Upstream.Envelopes || bf.FailedAfterAnswer != 0 || bf.HoldFull != 0 {
 			t.Errorf("step %d: batched forwards %+v for %d envelopes", st.Index, bf, st.Upstream.Envelopes)
 		}
+		// Nothing read the counts during the window (which would have
+		// checked what waited): one check took about all of its forwards.
+		if bf := st.Upstream.BatchedForwards; bf.LargestCheck < st.OK*9/10 {
+			t.Errorf("step %d: at most %d forwards checked together, of %d in the window: something read the counts during it", st.Index, bf.LargestCheck, st.OK)
+		}
 		if c := st.CPU; c.HarnessHeldSecs < 0 || c.HarnessShare > 0 && c.HarnessShareWithHeld < c.HarnessShare {
 			t.Errorf("step %d: held checks took %.3f s, share %.2f%%, with them %.2f%%", st.Index, c.HarnessHeldSecs, c.HarnessShare, c.HarnessShareWithHeld)
 		}
