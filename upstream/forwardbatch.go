@@ -3,6 +3,7 @@ package upstream
 import (
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,15 +305,9 @@ func (s *Server) checkBatch() {
 	b.queue = nil
 	slabs := b.slabs.take()
 	b.mu.Unlock()
-	start := 0 // of the current generation's forwards, which are contiguous
+	noteLargest(q) // before the checks: a generation's last check ends its inflight count
 	for i := range q {
 		s.checkQueued(&q[i])
-		if c := q[i].c; i == len(q)-1 || q[i+1].c != c {
-			if n := int64(i + 1 - start); n > c.batchLargest.Load() {
-				c.batchLargest.Store(n)
-			}
-			start = i + 1
-		}
 	}
 	clear(q)
 	if b.hold {
@@ -322,6 +317,27 @@ func (s *Server) checkBatch() {
 			b.queue = q[:0] // the reserved room, for the next forwards
 		}
 		b.mu.Unlock()
+	}
+}
+
+// noteLargest raises each counter generation's LargestCheck to the number
+// of its forwards in q (a few generations at most: ResetStats starts one).
+// Only a check calls it, under forwardBatch.checking.
+func noteLargest(q []queuedForward) {
+	var gens []*counters
+	var n []int64
+	for i := range q {
+		j := slices.Index(gens, q[i].c)
+		if j < 0 {
+			gens, n = append(gens, q[i].c), append(n, 0)
+			j = len(gens) - 1
+		}
+		n[j]++
+	}
+	for j, c := range gens {
+		if n[j] > c.batchLargest.Load() {
+			c.batchLargest.Store(n[j])
+		}
 	}
 }
 
@@ -362,17 +378,20 @@ func (s *Server) checkQueued(f *queuedForward) {
 // BatchedForwards counts Relay forwards answered before their body was
 // checked (Config.BatchForwards).
 type BatchedForwards struct {
-	// Checked forwards were answered 200 once their header passed and their
-	// body was read, then checked, decoded and counted in a batch.
+	// Checked forwards were answered 200 once their header passed (in a
+	// hold: once their relay was found registered) and their body was read,
+	// then checked, decoded and counted in a batch.
 	Checked int64 `json:"checked"`
-	// FailedAfterAnswer of them failed a check on their body: each is in
-	// Errors under its reason, though Relay was answered 200.
+	// FailedAfterAnswer of them failed a check on their body (in a hold,
+	// or on their header): each is in Errors under its reason, though
+	// Relay was answered 200.
 	FailedAfterAnswer int64 `json:"failed_after_answer"`
 	// HoldFull counts the times a hold (Config.HoldForwards) filled half
 	// way and was checked before its counts were read.
 	HoldFull int64 `json:"hold_full"`
 	// LargestCheck is the most forwards that arrived since the counts
 	// were reset and were checked together: with a hold read only after a
-	// harness's window, about every forward of the window.
+	// harness's window, every forward that arrived before the first read
+	// after it (a read part-way through would have split them).
 	LargestCheck int64 `json:"largest_check"`
 }

@@ -529,3 +529,28 @@ func (f *fixture) forwardHeaders(r *testRelay, p projects.Project) map[string]st
 	h["X-Sentry-Auth"] = p.AuthHeader("relay/1.0")
 	return h
 }
+
+// TestNoteLargest: each generation's LargestCheck counts its forwards in a
+// check wherever they sit in the queue (a reset can interleave two), and
+// never goes down.
+func TestNoteLargest(t *testing.T) {
+	a, b := &counters{}, &counters{}
+	for _, tc := range []struct {
+		gens         []*counters
+		wantA, wantB int64
+	}{
+		{[]*counters{a, b, a, b, b}, 2, 3},
+		{[]*counters{a}, 2, 3},
+		{[]*counters{b, a, a, a}, 3, 3},
+		{nil, 3, 3},
+	} {
+		q := make([]queuedForward, len(tc.gens))
+		for i, c := range tc.gens {
+			q[i].c = c
+		}
+		noteLargest(q)
+		if ga, gb := a.batchLargest.Load(), b.batchLargest.Load(); ga != tc.wantA || gb != tc.wantB {
+			t.Errorf("after %d forwards: largest %d and %d, want %d and %d", len(q), ga, gb, tc.wantA, tc.wantB)
+		}
+	}
+}

@@ -760,7 +760,7 @@ func (s *step) collect() {
 		st.Notes = append(st.Notes, n)
 	}
 	if n := st.Upstream.BatchedForwards.FailedAfterAnswer; n > 0 {
-		st.Notes = append(st.Notes, fmt.Sprintf("%d of Relay's forwards failed the fake upstream's checks after it had answered them 200 (their bodies are checked in batches); they are in the upstream's errors by reason", n))
+		st.Notes = append(st.Notes, fmt.Sprintf("%d of Relay's forwards failed the fake upstream's checks after it had answered them 200 (their bodies, and in a hold their headers but for the relay's registration, are checked after the answer); they are in the upstream's errors by reason", n))
 	}
 	if n := st.Upstream.BatchedForwards.HoldFull; n > 0 {
 		st.Notes = append(st.Notes, fmt.Sprintf("the fake upstream's hold of Relay's forwards (%d MiB) filled half way %d times, and those forwards were checked during the measured window: the harness's CPU in it includes their checks", forwardHold>>20, n))
