@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"math"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -102,14 +101,11 @@ func newForwardBatch(s *Server, period time.Duration, hold int64) *forwardBatch 
 type queuedForward struct {
 	c    *counters
 	in   envelopeRequest
-	head envelopeHead
-	// headLater: the header's checks (but the relay's registration) are
-	// still to run, as in a hold.
-	headLater bool
-	wire      []byte  // the body as read
-	buf       *[]byte // the pooled buffer wire lies in; nil when in a hold's slab
-	size      int     // what it counts in forwardBatch.bytes
-	at        time.Time
+	head envelopeHead // in a hold, found when it is checked
+	wire []byte       // the body as read
+	buf  *[]byte      // the pooled buffer wire lies in; nil when in a hold's slab
+	size int          // what it counts in forwardBatch.bytes
+	at   time.Time
 }
 
 // discardAnswer takes the answer to a forward answered already.
@@ -133,8 +129,8 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 	if b.hold {
 		// The header's checks wait with the body's (checkQueued, at the
 		// forward's arrival time), but for the relay's registration.
-		if rl := s.lookupRelay(in.relayID); rl == nil || !rl.registered {
-			return true, newError(http.StatusForbidden, "unknown_relay", "relay not registered", "relay id "+in.relayID)
+		if _, e = s.registeredRelay(in.relayID); e != nil {
+			return true, e
 		}
 	} else if head, e = s.checkEnvelopeHead(c, in, now); e != nil {
 		return true, e
@@ -163,7 +159,7 @@ func (s *Server) batchForward(ctx *fasthttp.RequestCtx, c *counters, in *envelop
 		return true, s.sinkBody(c, in, head, buf, (*fastAnswer)(ctx), now)
 	}
 	c.inflight.Add(1) // until checked
-	f := queuedForward{c: c, in: *in, head: head, headLater: b.hold, wire: *buf, buf: buf, size: size, at: now}
+	f := queuedForward{c: c, in: *in, head: head, wire: *buf, buf: buf, size: size, at: now}
 	if b.hold {
 		f.wire, f.buf = b.slabs.copy(*buf), nil
 	}
@@ -361,15 +357,14 @@ func (s *Server) checkQueued(f *queuedForward) {
 		}
 		c.inflight.Add(-1)
 	}()
-	if f.headLater {
-		var e *httpError
-		if f.head, e = s.checkEnvelopeHead(c, &f.in, f.at); e != nil {
-			c.errors.add(e.reason, 1)
-			c.batchFailed.Add(1)
-			return
-		}
+	var e *httpError
+	if s.batch.hold { // the header's checks but the relay's registration waited too
+		f.head, e = s.checkEnvelopeHead(c, &f.in, f.at)
 	}
-	if e := s.sinkBody(c, &f.in, f.head, &f.wire, discardAnswer{}, f.at); e != nil {
+	if e == nil {
+		e = s.sinkBody(c, &f.in, f.head, &f.wire, discardAnswer{}, f.at)
+	}
+	if e != nil {
 		c.errors.add(e.reason, 1)
 		c.batchFailed.Add(1)
 	}

@@ -877,15 +877,25 @@ func (s *Server) authRelay(req *http.Request, c *counters, data []byte, cacheabl
 	return s.authRelayAs(req.Header.Get("X-Sentry-Relay-Id"), req.Header.Get("X-Sentry-Relay-Signature"), c, data, cacheable, s.now())
 }
 
-// authRelayAs is authRelay on the two header values, for a request that
-// arrived at now (a signature's age is its age then).
-func (s *Server) authRelayAs(id, sig string, c *counters, data []byte, cacheable bool, now time.Time) (*relay, *httpError) {
+// registeredRelay is the registered relay of id, or the error that
+// answers a request from any other.
+func (s *Server) registeredRelay(id string) (*relay, *httpError) {
 	if id == "" {
 		return nil, newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
 	}
 	rl := s.lookupRelay(id)
 	if rl == nil || !rl.registered {
 		return nil, newError(http.StatusForbidden, "unknown_relay", "relay not registered", "relay id "+id)
+	}
+	return rl, nil
+}
+
+// authRelayAs is authRelay on the two header values, for a request that
+// arrived at now (a signature's age is its age then).
+func (s *Server) authRelayAs(id, sig string, c *counters, data []byte, cacheable bool, now time.Time) (*relay, *httpError) {
+	rl, e := s.registeredRelay(id)
+	if e != nil {
+		return nil, e
 	}
 	if !s.cfg.VerifySignatures {
 		c.sigNotChecked.Add(1)
