@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/prometheus/procfs"
 	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/cli/upstreamflag"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
@@ -65,12 +65,12 @@ func startRelay(t *testing.T, bin string, ucfg upstream.Config, overrides relayc
 		t.Fatal(err)
 	}
 	ucfg.Projects, ucfg.VerifySignatures = ps, true
-	up, err := upstream.New(ucfg)
+	up, err := upstream.Start(ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(up.Handler())
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() { up.Close() })
+	hs := up
 	creds, err := relayauth.GenerateCredentials(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestRegistrationConfigsAndForwarding(t *testing.T) {
 // transaction envelopes and reports rate_limited outcomes within seconds
 // (relayconfig flushes outcomes every second).
 func TestOutcomesUnderQuota(t *testing.T) {
-	q, err := upstream.ParseQuota("transaction:0", 0)
+	q, err := upstreamflag.ParseQuota("transaction:0", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

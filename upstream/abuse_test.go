@@ -277,7 +277,7 @@ func TestAbuseUnreadProjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Projects: ps})
+	srv, err := newServer(Config{Projects: ps})
 	if err != nil {
 		t.Fatal(err)
 	}

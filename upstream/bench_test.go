@@ -63,7 +63,7 @@ const (
 func benchSink(b *testing.B, signing sinkSigning, size int) {
 	ps, _ := projects.Generate(1, 100)
 	clk := &clock{t: time.Now()}
-	srv, err := New(Config{Projects: ps, VerifySignatures: true, Now: clk.Now})
+	srv, err := newServer(Config{Projects: ps, VerifySignatures: true, Now: clk.Now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func BenchmarkSinkHandler(b *testing.B) {
 // inverse of the in-process envelope rate the machine can sink.
 func benchSinkParallel(b *testing.B) {
 	ps, _ := projects.Generate(1, 100)
-	srv, err := New(Config{Projects: ps})
+	srv, err := newServer(Config{Projects: ps})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestSinkHandlerAllocs(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	ps, _ := projects.Generate(1, 10)
-	srv, err := New(Config{Projects: ps})
+	srv, err := newServer(Config{Projects: ps})
 	if err != nil {
 		t.Fatal(err)
 	}

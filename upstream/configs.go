@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -248,4 +250,38 @@ func (s *Server) isPending(idx int, now time.Time) bool {
 		return true
 	}
 	return now.Sub(first) < s.cfg.PendingFor
+}
+
+// checkQuota checks that a quota is a JSON object whose categories, if
+// given, are data categories Relay knows: a quota naming any other matches
+// nothing in Relay.
+func checkQuota(q json.RawMessage) error {
+	var obj struct {
+		Categories []string `json:"categories"`
+	}
+	if err := json.Unmarshal(q, &obj); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	for _, c := range obj.Categories {
+		if err := checkCategory(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCategory accepts the data-category names Relay knows (a quota with
+// any other name matches nothing); blast's kind names get a hint.
+func checkCategory(c string) error {
+	if slices.Contains(categoryNames[:], c) {
+		return nil
+	}
+	hint := ""
+	switch c {
+	case "errors", "transactions", "sessions", "logs", "checkins", "check_in", "check-in":
+		hint = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session", "logs": "log_item",
+			"checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}[c]
+		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, hint)
+	}
+	return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 }

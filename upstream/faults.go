@@ -2,14 +2,14 @@ package upstream
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relayload/relayload/internal/configerr"
 )
 
 // Duration is a time.Duration that reads and writes JSON as "1.5s" (a
@@ -197,7 +197,7 @@ func (f *Faults) Validate() error {
 // SetFaults replaces the faults in effect. An outage starts now.
 func (s *Server) SetFaults(f Faults) error {
 	if err := f.Validate(); err != nil {
-		return fmt.Errorf("upstream: faults: %w", err)
+		return configerr.Wrap("Faults", err)
 	}
 	f = f.clone()
 	if f.Outage != nil {
@@ -279,7 +279,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 			c.faultsInjected.add("outage_"+o.Mode, 1)
 			switch o.Mode {
 			case OutageRefuse:
-				resetConnection(w, req)
+				resetConnection(w)
 			case OutageHang:
 				t := time.NewTimer(o.Until.Sub(now))
 				select {
@@ -287,7 +287,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 				case <-req.Context().Done():
 				}
 				t.Stop()
-				resetConnection(w, req)
+				resetConnection(w)
 			default:
 				e := newError(http.StatusServiceUnavailable, "fault_outage", "upstream outage (injected)")
 				writeJSON(w, e.status, e.body)
@@ -316,7 +316,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		}
 		if in.Reset {
 			c.faultsInjected.add("reset", 1)
-			resetConnection(w, req)
+			resetConnection(w)
 			return true
 		}
 		c.faultsInjected.add(strconv.Itoa(in.Status), 1)
@@ -355,22 +355,13 @@ func (s *Server) sleep(req *http.Request, d time.Duration) {
 // close with SO_LINGER 0, so the peer sees a TCP reset. If the connection
 // cannot be hijacked (HTTP/2), the handler panics with http.ErrAbortHandler,
 // which makes net/http abort the stream.
-func resetConnection(w http.ResponseWriter, req *http.Request) {
+func resetConnection(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
 	type lingerer interface{ SetLinger(sec int) error } // *net.TCPConn or *trackedConn
-	tc, ok := conn.(lingerer)
-	if !ok {
-		// Served by FastHTTPServer: fasthttpadaptor's hijacked connection
-		// wraps the accepted one, which the request's context (fasthttp's
-		// RequestCtx) still holds.
-		if fc, isFast := req.Context().(interface{ Conn() net.Conn }); isFast {
-			tc, ok = fc.Conn().(lingerer)
-		}
-	}
-	if ok {
+	if tc, ok := conn.(lingerer); ok {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()
@@ -400,10 +391,11 @@ func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *coun
 			s.writeError(w, c, newError(http.StatusBadRequest, "bad_control", "invalid faults JSON", err.Error()))
 			return
 		}
-		if err := s.SetFaults(f); err != nil {
-			s.writeError(w, c, newError(http.StatusBadRequest, "bad_control", "invalid faults", errors.Unwrap(err).Error()))
+		if err := f.Validate(); err != nil {
+			s.writeError(w, c, newError(http.StatusBadRequest, "bad_control", "invalid faults", err.Error()))
 			return
 		}
+		_ = s.SetFaults(f) // valid: it cannot fail
 		writeJSON(w, http.StatusOK, s.Faults())
 	default:
 		s.writeError(w, c, methodNotAllowed(req))
@@ -433,4 +425,25 @@ func checkRateLimits(v string) error {
 		}
 	}
 	return nil
+}
+
+// With is f with g's faults added: g's latencies replace f's for the same
+// route, its injections come first (the first matching injection wins), its
+// outage replaces f's, and the flags are or-ed.
+func (f Faults) With(g Faults) Faults {
+	out := f.clone()
+	for route, l := range g.Latency {
+		if out.Latency == nil {
+			out.Latency = map[string]Latency{}
+		}
+		out.Latency[route] = l
+	}
+	out.Inject = append(append([]Injection(nil), g.Inject...), out.Inject...)
+	if g.Outage != nil {
+		o := *g.Outage
+		out.Outage = &o
+	}
+	out.GlobalPending = out.GlobalPending || g.GlobalPending
+	out.RelayStop = out.RelayStop || g.RelayStop
+	return out
 }

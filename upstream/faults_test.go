@@ -23,9 +23,7 @@ func (f *fixture) setFaults(t *testing.T, js string) {
 	wantStatus(t, resp, 200, "")
 }
 
-func TestFault429(t *testing.T) { eachServer(t, testFault429) }
-
-func testFault429(t *testing.T) {
+func TestFault429(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[0]
 	f.setFaults(t, `{"inject":[{"route":"envelope","status":429,"probability":1,"retry_after":30,"rate_limits":"30:error;transaction:project:quota_exceeded"}]}`)
@@ -48,9 +46,7 @@ func testFault429(t *testing.T) {
 	wantStatus(t, f.do("GET", "/stats", nil, nil), 200, "")
 }
 
-func TestFaultStatuses(t *testing.T) { eachServer(t, testFaultStatuses) }
-
-func testFaultStatuses(t *testing.T) {
+func TestFaultStatuses(t *testing.T) {
 	for _, status := range []int{500, 502, 503, 504} {
 		f := newFixture(t, nil)
 		f.setFaults(t, `{"inject":[{"route":"projectconfigs","status":`+itoa(int64(status))+`,"probability":1}]}`)
@@ -63,9 +59,7 @@ func testFaultStatuses(t *testing.T) {
 	}
 }
 
-func TestFaultProbabilityIsSeeded(t *testing.T) { eachServer(t, testFaultProbabilityIsSeeded) }
-
-func testFaultProbabilityIsSeeded(t *testing.T) {
+func TestFaultProbabilityIsSeeded(t *testing.T) {
 	run := func() []int {
 		f := newFixture(t, func(c *Config) {
 			c.Seed = 42
@@ -98,9 +92,7 @@ func isNetworkError(err error) bool {
 		strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "reset") || strings.Contains(err.Error(), "timeout"))
 }
 
-func TestFaultReset(t *testing.T) { eachServer(t, testFaultReset) }
-
-func testFaultReset(t *testing.T) {
+func TestFaultReset(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		c.Faults = Faults{Inject: []Injection{{Route: "envelope", Reset: true, Probability: 1}}}
 	})
@@ -132,9 +124,7 @@ func testFaultReset(t *testing.T) {
 	}
 }
 
-func TestFaultOutage(t *testing.T) { eachServer(t, testFaultOutage) }
-
-func testFaultOutage(t *testing.T) {
+func TestFaultOutage(t *testing.T) {
 	t.Run("unavailable", func(t *testing.T) {
 		f := newFixture(t, nil)
 		f.setFaults(t, `{"outage":{"mode":"unavailable","duration":"10s"}}`)
@@ -182,10 +172,6 @@ func testFaultOutage(t *testing.T) {
 }
 
 func TestFaultGlobalPendingAndRelayStop(t *testing.T) {
-	eachServer(t, testFaultGlobalPendingAndRelayStop)
-}
-
-func testFaultGlobalPendingAndRelayStop(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.srv.RegisterRelay(r.id, r.pub)
@@ -215,9 +201,7 @@ func testFaultGlobalPendingAndRelayStop(t *testing.T) {
 	wantStatus(t, f.signed(r, "/api/0/relays/projectconfigs/?version=3", `{"global":true}`), 200, "")
 }
 
-func TestFaultLatency(t *testing.T) { eachServer(t, testFaultLatency) }
-
-func testFaultLatency(t *testing.T) {
+func TestFaultLatency(t *testing.T) {
 	f := newFixture(t, nil)
 	f.setFaults(t, `{"latency":{"live":{"fixed":"80ms"},"*":{"fixed":"1m"}}}`)
 	start := time.Now()
@@ -231,10 +215,7 @@ func testFaultLatency(t *testing.T) {
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("/stats took %s; latency must not apply", d)
 	}
-	l, err := parseLatency("10ms-20ms+exp:5ms")
-	if err != nil || l.Min != Duration(10*time.Millisecond) || l.Max != Duration(20*time.Millisecond) || l.Mean != Duration(5*time.Millisecond) {
-		t.Fatalf("parseLatency = %+v, %v", l, err)
-	}
+	l := Latency{Min: Duration(10 * time.Millisecond), Max: Duration(20 * time.Millisecond), Mean: Duration(5 * time.Millisecond)}
 	for i := 0; i < 100; i++ {
 		if d := f.srv.latency(l); d < 10*time.Millisecond {
 			t.Fatalf("latency draw %s below the minimum", d)
@@ -242,9 +223,7 @@ func testFaultLatency(t *testing.T) {
 	}
 }
 
-func TestControlRejectsBadFaults(t *testing.T) { eachServer(t, testControlRejectsBadFaults) }
-
-func testControlRejectsBadFaults(t *testing.T) {
+func TestControlRejectsBadFaults(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, js := range []string{
 		`{"inject":[{"route":"envelope","status":200,"probability":1}]}`,
@@ -264,36 +243,4 @@ func testControlRejectsBadFaults(t *testing.T) {
 		t.Errorf("bad_control = %d", got)
 	}
 	wantStatus(t, f.do("DELETE", "/control", nil, nil), 405, "method not allowed")
-}
-
-func TestParseFlags(t *testing.T) {
-	in, err := ParseInjection("envelope=429:30@0.25")
-	if err != nil || in.Status != 429 || in.RetryAfter != 30 || in.Probability != 0.25 || in.Route != "envelope" {
-		t.Errorf("ParseInjection = %+v, %v", in, err)
-	}
-	if in, err := ParseInjection("*=reset@1"); err != nil || !in.Reset {
-		t.Errorf("reset: %+v %v", in, err)
-	}
-	for _, bad := range []string{"envelope", "envelope=429", "x=500@0.1", "envelope=200@0.1", "envelope=500@1.5"} {
-		if _, err := ParseInjection(bad); err == nil {
-			t.Errorf("ParseInjection(%q) accepted", bad)
-		}
-	}
-	q, err := ParseQuota("error;transaction:0:too_many", 3)
-	if err != nil || !strings.Contains(string(q), `"categories":["error","transaction"]`) || !strings.Contains(string(q), `"reasonCode":"too_many"`) || !strings.Contains(string(q), `"id":"relayload-quota-3"`) {
-		t.Errorf("ParseQuota = %s %v", q, err)
-	}
-	if q, _ := ParseQuota("all", 0); !strings.Contains(string(q), `"categories":[]`) || !strings.Contains(string(q), `"limit":0`) {
-		t.Errorf("ParseQuota(all) = %s", q)
-	}
-	for s, want := range map[string]int64{"16MiB": 16 << 20, "20MB": 20e6, "512": 512, "1GiB": 1 << 30} {
-		if got, err := ParseSize(s); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d %v", s, got, err)
-		}
-	}
-	for _, bad := range []string{"", "-1", "x", "0"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
-		}
-	}
 }

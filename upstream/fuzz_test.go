@@ -30,7 +30,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(4), uint8(4), []byte(`{"buckets":{"k":[]}}`))
 	f.Add(uint8(0), uint8(5), []byte(`{"inject":[{"route":"live","status":503,"probability":0.5}]}`))
 
-	srv, err := New(Config{Projects: ps, VerifySignatures: false, MaxWireBytes: 1 << 20, MaxDecodedBytes: 4 << 20})
+	srv, err := newServer(Config{Projects: ps, VerifySignatures: false, MaxWireBytes: 1 << 20, MaxDecodedBytes: 4 << 20})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,46 +51,12 @@ type fixtureHTTP struct {
 
 func (h *fixtureHTTP) Client() *http.Client { return h.client }
 
-// serverKindOf is the HTTP server a fixture serves with: FastHTTPServer in
-// the subtests eachServer names "fasthttp" (and theirs), httptest's
-// net/http server with Handler elsewhere.
-func serverKindOf(t testing.TB) string {
-	if slices.Contains(strings.Split(t.Name(), "/"), FastHTTP) {
-		return FastHTTP
-	}
-	return NetHTTP
-}
-
-// eachServer runs test once on net/http and once on fasthttp (subtests
-// "net" and "fasthttp"): the envelope sink must count and answer alike.
-func eachServer(t *testing.T, test func(t *testing.T)) {
-	for _, kind := range HTTPServers {
-		t.Run(kind, test)
-	}
-}
-
-// serveFixture serves srv for the kind of server t asks for.
+// serveFixture serves srv through httptest on a loopback port.
 func serveFixture(t testing.TB, srv *Server) *fixtureHTTP {
 	t.Helper()
-	if serverKindOf(t) == NetHTTP {
-		hs := httptest.NewServer(srv.Handler())
-		t.Cleanup(hs.Close)
-		return &fixtureHTTP{URL: hs.URL, client: hs.Client()}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, err := srv.ServeWith(FastHTTP, ln, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &http.Transport{}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		_ = serving.Close()
-	})
-	return &fixtureHTTP{URL: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr}}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &fixtureHTTP{URL: hs.URL, client: hs.Client()}
 }
 
 func newFixture(t testing.TB, mod func(*Config)) *fixture {
@@ -106,7 +70,7 @@ func newFixture(t testing.TB, mod func(*Config)) *fixture {
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := New(cfg)
+	srv, err := newServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

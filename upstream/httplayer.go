@@ -144,7 +144,7 @@ func (l trackingListener) Accept() (net.Conn, error) {
 // Go's HTTP layer does on each connection (Stats.HTTPLayer). Serve with
 // hs.Serve(s.Listener(ln)); without it the server works the same but
 // http_layer stays empty.
-func (s *Server) Listener(ln net.Listener) net.Listener { return trackingListener{ln, s} }
+func (s *Server) listener(ln net.Listener) net.Listener { return trackingListener{ln, s} }
 
 // connContext puts the connection into every request's context (see
 // requestConn): the body reader sets the connection's read deadline per

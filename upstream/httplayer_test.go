@@ -34,7 +34,7 @@ func TestServerLogCounts(t *testing.T) {
 	var printed bytes.Buffer
 	log.SetOutput(&printed)
 	defer log.SetOutput(os.Stderr)
-	hs := srv.HTTPServer()
+	hs := srv.httpServer()
 	hs.ErrorLog.Printf("http: TLS handshake error from %s: %v", "127.0.0.1:1", "EOF")
 	hs.ErrorLog.Printf("http: superfluous response.WriteHeader call from x")
 	hs.ErrorLog.Printf("http: TLS handshake error from %s: %v", "127.0.0.1:2", "EOF")

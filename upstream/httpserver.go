@@ -86,7 +86,7 @@ func atRate(n, rate int64) time.Duration {
 //
 // cmd/fake-upstream and orchestrate's steps both serve through it, so what
 // orchestrate measures is the server the binary runs.
-func (s *Server) HTTPServer() *http.Server {
+func (s *Server) httpServer() *http.Server {
 	return &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: HTTPReadHeaderTimeout,

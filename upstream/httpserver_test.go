@@ -18,7 +18,7 @@ import (
 // adjust may shorten its timeouts first. It returns the address.
 func serveHTTPServer(t testing.TB, srv *Server, adjust func(*http.Server)) string {
 	t.Helper()
-	hs := srv.HTTPServer()
+	hs := srv.httpServer()
 	if adjust != nil {
 		adjust(hs)
 	}
@@ -26,7 +26,7 @@ func serveHTTPServer(t testing.TB, srv *Server, adjust func(*http.Server)) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = hs.Serve(srv.Listener(ln)) }()
+	go func() { _ = hs.Serve(srv.listener(ln)) }()
 	t.Cleanup(func() { _ = hs.Close() })
 	return ln.Addr().String()
 }
@@ -37,7 +37,7 @@ func newTestServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Projects: ps})
+	srv, err := newServer(Config{Projects: ps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func newTestServer(t testing.TB) *Server {
 
 func TestHTTPServerLimits(t *testing.T) {
 	srv := newTestServer(t)
-	hs := srv.HTTPServer()
+	hs := srv.httpServer()
 	if hs.ReadHeaderTimeout != 10*time.Second || hs.ReadTimeout != 60*time.Second || hs.IdleTimeout != 120*time.Second ||
 		hs.MaxHeaderBytes != 64<<10 || hs.WriteTimeout != 0 {
 		t.Errorf("read header %s, read %s, idle %s, write %s, max header %d; want 10s, 60s, 120s, 0s, 64 KiB",

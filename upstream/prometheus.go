@@ -30,11 +30,6 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 		"sampled_out": st.Signatures.SampledOut, "not_checked": st.Signatures.NotChecked,
 	})
 
-	p.counter("batched_forwards_checked_total", "Relay forwards answered once read (and, outside a hold, authenticated), checked in a batch after.", st.BatchedForwards.Checked)
-	p.counter("batched_forwards_failed_after_answer_total", "Batched Relay forwards that failed a check after their 200.", st.BatchedForwards.FailedAfterAnswer)
-	p.counter("batched_forwards_hold_full_total", "Times the hold of Relay forwards filled half way and was checked before its counts were read.", st.BatchedForwards.HoldFull)
-	p.gauge("batched_forwards_largest_check", "The most forwards since the last reset checked together.", float64(st.BatchedForwards.LargestCheck))
-
 	p.counter("envelopes_total", "Envelopes accepted by the sink.", st.Envelopes)
 	p.counter("data_envelopes_total", "Envelopes with an item that is neither metrics nor a client report.", st.DataEnvelopes)
 	p.labelled("envelopes_by_sender_total", "Envelopes accepted by sender.", "sender", st.EnvelopesBySender)

@@ -15,11 +15,10 @@ import (
 func richStats() Stats {
 	return Stats{
 		UptimeSeconds: 12.5, SinceResetSeconds: 3.25,
-		Registrations:   Registrations{Challenges: 3, Responses: 2, Failures: map[string]int64{"bad_signature": 1, "expired_token": 4}},
-		ConfigRequests:  ConfigRequests{Global: 5, GlobalPending: 1, Project: 6, KeysServed: 70, Pending: 8, Unchanged: 9, Unknown: 10},
-		Signatures:      Signatures{Verified: 11, CacheHits: 12, SampledOut: 13, NotChecked: 14},
-		BatchedForwards: BatchedForwards{Checked: 15, FailedAfterAnswer: 16, LargestCheck: 17},
-		Envelopes:       15, EnvelopesBySender: map[string]int64{"relay": 10, "sdk": 5},
+		Registrations:  Registrations{Challenges: 3, Responses: 2, Failures: map[string]int64{"bad_signature": 1, "expired_token": 4}},
+		ConfigRequests: ConfigRequests{Global: 5, GlobalPending: 1, Project: 6, KeysServed: 70, Pending: 8, Unchanged: 9, Unknown: 10},
+		Signatures:     Signatures{Verified: 11, CacheHits: 12, SampledOut: 13, NotChecked: 14},
+		Envelopes:      15, EnvelopesBySender: map[string]int64{"relay": 10, "sdk": 5},
 		ItemsByType:   map[string]int64{"event": 16, "log": 17, "other": 1},
 		RecordsByType: map[string]int64{"event": 16, "log": 170, "other": 1},
 		Bytes:         map[string]EncodingBytes{"zstd": {Requests: 18, Wire: 1900, Decoded: 20000}, "identity": {Requests: 1, Wire: 21, Decoded: 21}},

@@ -10,9 +10,7 @@ import (
 	"github.com/relayload/relayload/relayauth"
 )
 
-func TestRegistration(t *testing.T) { eachServer(t, testRegistration) }
-
-func testRegistration(t *testing.T) {
+func TestRegistration(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -25,9 +23,7 @@ func testRegistration(t *testing.T) {
 	wantStatus(t, resp, 200, "")
 }
 
-func TestRegistrationRejects(t *testing.T) { eachServer(t, testRegistrationRejects) }
-
-func testRegistrationRejects(t *testing.T) {
+func TestRegistrationRejects(t *testing.T) {
 	r := newRelay(t)
 	other := newRelay(t)
 	challenge := func(id, pub string) string {
@@ -129,9 +125,7 @@ func testRegistrationRejects(t *testing.T) {
 	}
 }
 
-func TestRegistrationResponseRejects(t *testing.T) { eachServer(t, testRegistrationResponseRejects) }
-
-func testRegistrationResponseRejects(t *testing.T) {
+func TestRegistrationResponseRejects(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	body := `{"relay_id":"` + r.id + `","public_key":"` + r.pub.String() + `","version":"26.6.0"}`
@@ -181,10 +175,6 @@ func TestRegistrationVectorsWithoutAgeCheck(t *testing.T) {
 }
 
 func TestSignedQueriesAfterRegistration(t *testing.T) {
-	eachServer(t, testSignedQueriesAfterRegistration)
-}
-
-func testSignedQueriesAfterRegistration(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -249,11 +239,9 @@ func (f *fixture) configs(r *testRelay, body string) configsAnswer {
 	return a
 }
 
-func TestProjectConfigs(t *testing.T) { eachServer(t, testProjectConfigs) }
-
-func testProjectConfigs(t *testing.T) {
+func TestProjectConfigs(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
-		q, _ := ParseQuota("error:0:testing", 0)
+		q := json.RawMessage(`{"id":"relayload-quota-0","scope":"project","limit":0,"reasonCode":"testing","categories":["error"]}`)
 		c.Quotas = append(c.Quotas, q)
 		c.InboundFilters = true
 	})
@@ -328,11 +316,9 @@ func TestProjectConfigsDefaultsHaveNoQuotasOrFilters(t *testing.T) {
 	}
 }
 
-func TestPendingFor(t *testing.T) { eachServer(t, testPendingFor) }
-
-func testPendingFor(t *testing.T) {
+func TestPendingFor(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, 25 * time.Second, 26 * time.Second} {
-		if _, err := New(Config{Projects: newFixture(t, nil).ps, PendingFor: d}); err == nil {
+		if _, err := newServer(Config{Projects: newFixture(t, nil).ps, PendingFor: d}); err == nil {
 			t.Fatalf("pending-for %s accepted", d)
 		}
 	}
@@ -357,9 +343,7 @@ func testPendingFor(t *testing.T) {
 	}
 }
 
-func TestPublicKeysAndLive(t *testing.T) { eachServer(t, testPublicKeysAndLive) }
-
-func testPublicKeysAndLive(t *testing.T) {
+func TestPublicKeysAndLive(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)

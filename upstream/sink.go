@@ -11,115 +11,44 @@ import (
 
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/canary"
-	"github.com/relayload/relayload/internal/compression"
 )
 
-// handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/, on
-// net/http; fastserver.go serves the same route on fasthttp. Both read the
-// request into an envelopeRequest and call sinkEnvelope.
-func (s *Server) handleEnvelope(w http.ResponseWriter, req *http.Request, c *counters, projectID string) {
-	if req.Method != http.MethodPost {
-		s.writeError(w, c, methodNotAllowed(req))
-		return
-	}
-	in := envelopeRequest{
-		projectID: projectID,
-		encLines:  req.Header.Values("Content-Encoding"),
-		relayID:   req.Header.Get("X-Sentry-Relay-Id"),
-		signature: req.Header.Get("X-Sentry-Relay-Signature"),
-		auth:      req.Header.Get("X-Sentry-Auth"),
-		authz:     req.Header.Get("Authorization"),
-		rawQuery:  req.URL.RawQuery,
-		body:      requestBody(req),
-	}
-	sw, _ := w.(*statusWriter)
-	if sw == nil {
-		sw = &statusWriter{ResponseWriter: w}
-	}
-	if e := s.sinkEnvelope(c, &in, sw); e != nil {
-		s.writeError(w, c, e)
-	}
-}
-
-// envelopeRequest is what the envelope sink reads from a request's header,
-// and its body.
-type envelopeRequest struct {
-	projectID string
-	encLines  []string // Content-Encoding lines
-	relayID   string   // X-Sentry-Relay-Id: set on Relay's forwards, never by SDKs
-	signature string   // X-Sentry-Relay-Signature
-	auth      string   // X-Sentry-Auth
-	authz     string   // Authorization
-	rawQuery  string
-	body      bodySource
-}
-
-// envelopeAnswerer writes the answer to an accepted envelope: {"id": "<event
-// id>"}, or {} for an envelope without an event id (id nil).
-type envelopeAnswerer interface{ answerEnvelope(id []byte) }
-
-// sinkEnvelope checks, decodes, frames and counts one envelope and answers
-// it through ans; an error is for the caller to answer.
+// handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/:
+// it checks, decodes, frames and counts one envelope, then answers it.
 //
 // Order of checks: encoding, relay authentication (when X-Sentry-Relay-Id
 // is present; SDK requests carry none), project, decoding, framing (at most
 // MaxEnvelopeItems items), project key, Relay's per-type item limits
 // (limits.go), the outcome carriers (client_report and metric_buckets
 // items, read in full). Then everything is counted and answered.
-func (s *Server) sinkEnvelope(c *counters, in *envelopeRequest, ans envelopeAnswerer) *httpError {
-	now := s.now()
-	head, e := s.checkEnvelopeHead(c, in, now)
+func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) {
+	if req.Method != http.MethodPost {
+		s.writeError(w, c, methodNotAllowed(req))
+		return
+	}
+	if e := s.sinkEnvelope(w, req, c, projectID); e != nil {
+		s.writeError(w, c, e)
+	}
+}
+
+func (s *Server) sinkEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) *httpError {
+	at := s.now()
+	enc, e := parseEncoding(req)
 	if e != nil {
 		return e
 	}
-	return s.sinkBody(c, in, head, nil, ans, now)
-}
-
-// envelopeHead is what the checks on a request's header found: the body's
-// encoding, whether a relay sent it, the project's index.
-type envelopeHead struct {
-	enc       compression.Encoding
-	fromRelay bool
-	pidx      int
-}
-
-// checkEnvelopeHead runs the checks that need only the header of a request
-// that arrived at at: encoding, relay authentication, project.
-func (s *Server) checkEnvelopeHead(c *counters, in *envelopeRequest, at time.Time) (envelopeHead, *httpError) {
-	enc := compression.Identity
-	if len(in.encLines) > 0 {
-		var err error
-		if enc, err = compression.ParseContentEncoding(in.encLines); err != nil {
-			return envelopeHead{}, newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
-		}
-	}
-	fromRelay := in.relayID != ""
+	fromRelay := req.Header.Get("X-Sentry-Relay-Id") != ""
 	if fromRelay {
-		if _, e := s.authRelayAs(in.relayID, in.signature, c, nil, true, at); e != nil {
-			return envelopeHead{}, e
+		if _, e := s.authRelay(req, c, nil, true); e != nil {
+			return e
 		}
 	}
-	pid, _ := strconv.ParseInt(in.projectID, 10, 64)
+	pid, _ := strconv.ParseInt(projectID, 10, 64)
 	pidx, ok := s.byID[pid]
 	if !ok {
-		return envelopeHead{}, newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+in.projectID)
+		return newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+projectID)
 	}
-	return envelopeHead{enc: enc, fromRelay: fromRelay, pidx: pidx}, nil
-}
-
-// sinkBody runs the checks on the body of an envelope whose header passed,
-// counts it as arrived at at and answers it through ans. The body is in.body,
-// or wire when it was read already (a batched forward).
-func (s *Server) sinkBody(c *counters, in *envelopeRequest, head envelopeHead, wire *[]byte, ans envelopeAnswerer, at time.Time) *httpError {
-	pidx := head.pidx
-	var decoded []byte
-	var held heldBody
-	var e *httpError
-	if wire != nil {
-		decoded, held, e = s.decodeRead(*wire, c, head.enc)
-	} else {
-		decoded, held, e = s.readDecodedAs(in.body, c, head.enc)
-	}
+	decoded, held, e := s.readDecodedAs(requestBody(req), c, enc)
 	if e != nil {
 		return e
 	}
@@ -129,7 +58,8 @@ func (s *Server) sinkBody(c *counters, in *envelopeRequest, head envelopeHead, w
 	if err := envelope.ScanLimit(decoded, sum, MaxEnvelopeItems); err != nil {
 		return envelopeError(err)
 	}
-	key := sentryKeyOf(in.auth, in.authz, in.rawQuery)
+	h := req.Header
+	key := sentryKeyOf(h.Get("X-Sentry-Auth"), h.Get("Authorization"), req.URL.RawQuery)
 	if key == "" && len(sum.DSN) > 0 {
 		key = dsnKey(sum.DSN)
 	}
@@ -139,7 +69,7 @@ func (s *Server) sinkBody(c *counters, in *envelopeRequest, head envelopeHead, w
 	}
 	if kidx, ok := s.byKey[key]; !ok || kidx != pidx {
 		return newError(http.StatusForbidden, "key_project_mismatch", "the project key does not belong to this project",
-			"project id "+in.projectID)
+			"project id "+projectID)
 	}
 	if e := checkEnvelopeLimits(sum); e != nil {
 		return e
@@ -148,14 +78,14 @@ func (s *Server) sinkBody(c *counters, in *envelopeRequest, head envelopeHead, w
 	if e != nil {
 		return e
 	}
-	s.count(c, pidx, head.fromRelay, decoded, sum, at)
+	s.count(c, pidx, fromRelay, decoded, sum, at)
 	if outcomes != nil {
 		outcomes.count(c)
 	}
 	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
-		ans.answerEnvelope(id)
+		w.answerEnvelope(id)
 	} else {
-		ans.answerEnvelope(nil)
+		w.answerEnvelope(nil)
 	}
 	return nil
 }
@@ -178,7 +108,7 @@ func appendEnvelopeAnswer(b, id []byte) []byte {
 // envelopeAnswerLen bounds appendEnvelopeAnswer's output.
 const envelopeAnswerLen = 48
 
-// answerEnvelope answers an accepted envelope on net/http, from the pooled
+// answerEnvelope answers an accepted envelope from the pooled
 // writer's own buffer (no allocation per request).
 func (w *statusWriter) answerEnvelope(id []byte) {
 	writeRawJSON(w, http.StatusOK, appendEnvelopeAnswer(w.answer[:0], id))

@@ -18,10 +18,6 @@ import (
 const eventID = "9ec79c33ec9942ab8353589fcb2e04dc"
 
 func TestEnvelopeSinkCountsEveryEncoding(t *testing.T) {
-	eachServer(t, testEnvelopeSinkCountsEveryEncoding)
-}
-
-func testEnvelopeSinkCountsEveryEncoding(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[4]
 	raw := envelopeBody(p, eventID,
@@ -67,10 +63,6 @@ func testEnvelopeSinkCountsEveryEncoding(t *testing.T) {
 }
 
 func TestEnvelopeSinkAnswerWithoutEventID(t *testing.T) {
-	eachServer(t, testEnvelopeSinkAnswerWithoutEventID)
-}
-
-func testEnvelopeSinkAnswerWithoutEventID(t *testing.T) {
 	f := newFixture(t, nil)
 	resp := f.postEnvelope(f.ps[0], compression.Zstd, envelopeBody(f.ps[0], "", item("session", `{"sid":"x"}`)), nil)
 	wantStatus(t, resp, 200, "")
@@ -79,9 +71,7 @@ func testEnvelopeSinkAnswerWithoutEventID(t *testing.T) {
 	}
 }
 
-func TestEnvelopeSinkAuthSources(t *testing.T) { eachServer(t, testEnvelopeSinkAuthSources) }
-
-func testEnvelopeSinkAuthSources(t *testing.T) {
+func TestEnvelopeSinkAuthSources(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[1]
 	raw := envelopeBody(p, "", item("event", "{}"))
@@ -95,9 +85,7 @@ func testEnvelopeSinkAuthSources(t *testing.T) {
 	wantStatus(t, f.postEnvelope(p, compression.Identity, hdrless, map[string]string{"X-Sentry-Auth": f.ps[2].AuthHeader("x")}), 403, "does not belong")
 }
 
-func TestEnvelopeSinkRejects(t *testing.T) { eachServer(t, testEnvelopeSinkRejects) }
-
-func testEnvelopeSinkRejects(t *testing.T) {
+func TestEnvelopeSinkRejects(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxWireBytes = 64 << 10; c.MaxDecodedBytes = 256 << 10 })
 	p := f.ps[0]
 	good := envelopeBody(p, "", item("event", "{}"))
@@ -143,9 +131,7 @@ func testEnvelopeSinkRejects(t *testing.T) {
 
 // TestIdentityDecodedCap: an uncompressed body is also held to the decoded
 // cap when that cap is below the wire cap.
-func TestIdentityDecodedCap(t *testing.T) { eachServer(t, testIdentityDecodedCap) }
-
-func testIdentityDecodedCap(t *testing.T) {
+func TestIdentityDecodedCap(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxWireBytes = 64 << 10; c.MaxDecodedBytes = 16 << 10 })
 	p := f.ps[0]
 	small := envelopeBody(p, "", item("attachment", strings.Repeat("x", 15<<10)))
@@ -157,9 +143,7 @@ func testIdentityDecodedCap(t *testing.T) {
 	}
 }
 
-func TestRelayEnvelopeSignatures(t *testing.T) { eachServer(t, testRelayEnvelopeSignatures) }
-
-func testRelayEnvelopeSignatures(t *testing.T) {
+func TestRelayEnvelopeSignatures(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -190,9 +174,7 @@ func testRelayEnvelopeSignatures(t *testing.T) {
 	}
 }
 
-func TestVerifyEnvelopeEvery(t *testing.T) { eachServer(t, testVerifyEnvelopeEvery) }
-
-func testVerifyEnvelopeEvery(t *testing.T) {
+func TestVerifyEnvelopeEvery(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.VerifyEnvelopeEvery = 4 })
 	r := newRelay(t)
 	f.srv.RegisterRelay(r.id, r.pub)
@@ -217,9 +199,7 @@ func testVerifyEnvelopeEvery(t *testing.T) {
 	}
 }
 
-func TestOutcomes(t *testing.T) { eachServer(t, testOutcomes) }
-
-func testOutcomes(t *testing.T) {
+func TestOutcomes(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.register(r)
@@ -273,9 +253,7 @@ func testOutcomes(t *testing.T) {
 	}
 }
 
-func TestCanaries(t *testing.T) { eachServer(t, testCanaries) }
-
-func testCanaries(t *testing.T) {
+func TestCanaries(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[0]
 	kinds := canary.Kinds()
@@ -310,9 +288,7 @@ func testCanaries(t *testing.T) {
 
 // TestConcurrentCountsAndResets posts envelopes from many goroutines while
 // resetting: the sum over reset snapshots and the final snapshot is exact.
-func TestConcurrentCountsAndResets(t *testing.T) { eachServer(t, testConcurrentCountsAndResets) }
-
-func testConcurrentCountsAndResets(t *testing.T) {
+func TestConcurrentCountsAndResets(t *testing.T) {
 	f := newFixture(t, nil)
 	const workers, per = 16, 60
 	raws := make([][]byte, len(f.ps))
@@ -382,9 +358,7 @@ func testConcurrentCountsAndResets(t *testing.T) {
 	}
 }
 
-func TestStatsEndpoints(t *testing.T) { eachServer(t, testStatsEndpoints) }
-
-func testStatsEndpoints(t *testing.T) {
+func TestStatsEndpoints(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.ps[0]
 	wantStatus(t, f.postEnvelope(p, compression.Gzip, envelopeBody(p, "", item("event", "{}"), item("check_in", "{}")), nil), 200, "")
@@ -449,9 +423,7 @@ func TestUptimeAndSinceReset(t *testing.T) {
 	}
 }
 
-func TestPanicRecovered(t *testing.T) { eachServer(t, testPanicRecovered) }
-
-func testPanicRecovered(t *testing.T) {
+func TestPanicRecovered(t *testing.T) {
 	f := newFixture(t, nil)
 	f.srv.hook = func(r *http.Request) {
 		if r.URL.Path == "/api/0/relays/live/" {
@@ -466,9 +438,7 @@ func testPanicRecovered(t *testing.T) {
 	}
 }
 
-func TestSignatureCacheBounded(t *testing.T) { eachServer(t, testSignatureCacheBounded) }
-
-func testSignatureCacheBounded(t *testing.T) {
+func TestSignatureCacheBounded(t *testing.T) {
 	f := newFixture(t, nil)
 	r := newRelay(t)
 	f.srv.RegisterRelay(r.id, r.pub)
@@ -493,9 +463,7 @@ func testSignatureCacheBounded(t *testing.T) {
 	}
 }
 
-func TestChunkedBodies(t *testing.T) { eachServer(t, testChunkedBodies) }
-
-func testChunkedBodies(t *testing.T) {
+func TestChunkedBodies(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxWireBytes = 64 << 10 })
 	p := f.ps[0]
 	post := func(body []byte) int {

@@ -193,8 +193,6 @@ type counters struct {
 	keysUnknown, globalPendingServed         atomic.Int64
 	sigVerified, sigCacheHits, sigNotChecked atomic.Int64
 	sigSampledOut                            atomic.Int64
-	batchChecked, batchFailed, holdFull      atomic.Int64
-	batchLargest                             atomic.Int64 // written under forwardBatch.checking
 
 	metricBuckets atomic.Int64 // non-outcome buckets
 	outcomeMsgs   [4]atomic.Int64
@@ -374,9 +372,6 @@ type Stats struct {
 	Registrations  Registrations  `json:"registrations"`
 	ConfigRequests ConfigRequests `json:"config_requests"`
 	Signatures     Signatures     `json:"signatures"`
-	// BatchedForwards: Relay forwards answered before their body was
-	// checked (Config.BatchForwards); zero when that is off.
-	BatchedForwards BatchedForwards `json:"batched_forwards"`
 
 	// Envelopes accepted by the envelope sink (2xx), by who sent them:
 	// "relay" (X-Sentry-Relay-Id present and verified) or "sdk".
@@ -503,7 +498,6 @@ func (c *counters) snapshot(s *Server) Stats {
 		},
 		ConfigRequests:    c.configRequests(),
 		Signatures:        c.signatures(),
-		BatchedForwards:   BatchedForwards{Checked: c.batchChecked.Load(), FailedAfterAnswer: c.batchFailed.Load(), HoldFull: c.holdFull.Load(), LargestCheck: c.batchLargest.Load()},
 		Envelopes:         c.envelopes.Load(),
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
 		DataEnvelopes:     c.dataEnvelopes.Load(),

@@ -75,11 +75,7 @@ func (t Timeline) Total() int64 {
 }
 
 // DataEnvelopes is how many data envelopes arrived since start or the last
-// reset: one atomic load, cheap enough to poll many times a second, after
-// checking what waits in a batch (Config.BatchForwards), which a poll at
-// 10 Hz keeps to about a tenth of a second of forwards; with a hold
-// (Config.HoldForwards) the first call checks everything held.
+// reset: one atomic load, cheap enough to poll many times a second.
 func (s *Server) DataEnvelopes() int64 {
-	s.checkBatch()
 	return s.stats.Load().dataEnvelopes.Load()
 }

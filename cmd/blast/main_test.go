@@ -234,11 +234,10 @@ func TestProjectsFromUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := upstream.New(upstream.Config{Projects: ps})
+	srv, err := upstream.Start(upstream.Config{Projects: ps})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(up.Handler())
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
 	stdout, stderr, code := runBlast(t, "--target", srv.URL, "--projects-from", srv.URL+"/projects", "--seed", "5",
@@ -248,7 +247,7 @@ func TestProjectsFromUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := up.Stats(); r.OK != 150 || st.Envelopes != 150 {
+	if st := srv.Stats(); r.OK != 150 || st.Envelopes != 150 {
 		t.Fatalf("blast ok %d (%v), upstream accepted %d (errors %v)", r.OK, r.ByStatus, st.Envelopes, st.Errors)
 	}
 	if _, stderr, code := runBlast(t, "--target", srv.URL, "--projects-from", srv.URL+"/nothing", "--count", "5"); code == 0 {

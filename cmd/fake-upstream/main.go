@@ -39,9 +39,6 @@ at 1 MiB/s on average after a 2 s grace (408 otherwise); every answer must be
 written within 10 s plus its size at 1 MiB/s, from its first byte; a request
 whose client hung up before its body was processed is dropped (client_gone).
 /stats http_layer counts what the HTTP server rejected before any handler.
---http-server fasthttp serves with fasthttp, as orchestrate does: less CPU
-per envelope; a read timeout before a handler is then answered 408 and a
-client that hangs up is noticed only when its answer is written.
 
 Usage: fake-upstream [flags]
 
@@ -49,7 +46,13 @@ Flags:
 `
 
 func main() {
-	os.Exit(cli.Exit("fake-upstream", run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr, nil))
+	os.Exit(cli.Exit("fake-upstream", run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr, configFlags))
+}
+
+// configFlags name upstream.Config's fields as the flags that set them.
+var configFlags = map[string]string{
+	"Addr": "--listen", "PendingFor": "--pending-for", "ControlFrom": "--control-from",
+	"Faults": "--faults",
 }
 
 // run parses the flags, builds the server and serves until SIGINT/SIGTERM.
@@ -72,9 +75,5 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
-	srv, err := upstream.New(cfg)
-	if err != nil {
-		return &cli.UsageError{Err: err}
-	}
-	return serve(srv, o.httpServer, o.listen, o.shutdown, o.timed, stdout, stderr)
+	return serve(cfg, o.shutdown, o.timed, stdout, stderr)
 }

@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/internal/cli/upstreamflag"
 	"github.com/relayload/relayload/projects"
 	"github.com/relayload/relayload/relayauth"
 	"github.com/relayload/relayload/upstream"
@@ -17,9 +16,6 @@ import (
 // options are fake-upstream's flags.
 type options struct {
 	listen         string
-	httpServer     string
-	batchForwards  time.Duration
-	holdForwards   int64
 	nProjects      int
 	seed           uint64
 	verify         bool
@@ -42,7 +38,7 @@ type options struct {
 	latencies      cli.Repeated
 	injects        cli.Repeated
 	controlFrom    cli.Repeated
-	timed          *upstream.FaultSpec // --fault, parsed
+	timed          *upstreamflag.FaultSpec // --fault, parsed
 }
 
 // flagSet defines every flag on a new flag set that fills o.
@@ -63,9 +59,6 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.BoolVar(&o.relayStop, "relay-stop", false, "fault: answer every relay request with 403 {\"relay\":\"stop\"}")
 	fs.StringVar(&o.fault, "fault", "", "fault for a while, as orchestrate's --fault: outage=10s[:refuse|hang|unavailable], 429-storm[=10s], errors=10s[:STATUS[:SHARE]], latency=10s:DELAY; @START after it starts listening")
 	fs.StringVar(&o.faultsFile, "faults", "", "JSON file with faults (the POST /control body); flags add to it")
-	fs.StringVar(&o.httpServer, "http-server", upstream.NetHTTP, "HTTP server: net (net/http, every http_layer counter) or fasthttp (less CPU per envelope, as orchestrate runs it; see the README)")
-	fs.DurationVar(&o.batchForwards, "batch-forwards", 0, "with --http-server fasthttp: answer Relay's envelope forwards once their header is checked and their body read, and check, decode and count the bodies in batches, the oldest waiting about this long (orchestrate runs 100ms; 0: check each before answering)")
-	fs.Var(sizeFlag{&o.holdForwards}, "hold-forwards", "with --batch-forwards: hold the batched forwards until their counts are read (GET /stats, POST /stats/reset), instead of checking them a batch period after the first; each counts its body plus 512 bytes against this bound (e.g. 256MiB; while a check runs, new forwards may take about as much again); half full, the hold is checked at once (orchestrate holds 256MiB through each step's measured window)")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", 5*time.Second, "grace period for in-flight requests on SIGINT/SIGTERM")
 	o.maxWire, o.maxDecoded = upstream.DefaultMaxWireBytes, upstream.DefaultMaxDecodedBytes
 	fs.Var(&o.credFiles, "relay-credentials", "credentials.json of a relay allowed to register (repeatable); with any, only listed relays may register")
@@ -97,17 +90,7 @@ func (o *options) config() (upstream.Config, error) {
 		MaxWireBytes:        o.maxWire,
 		MaxDecodedBytes:     o.maxDecoded,
 		Seed:                o.seed,
-		BatchForwards:       o.batchForwards,
-		HoldForwards:        o.holdForwards,
-	}
-	if !slices.Contains(upstream.HTTPServers, o.httpServer) {
-		return cfg, fmt.Errorf("--http-server %q: want %s", o.httpServer, strings.Join(upstream.HTTPServers, " or "))
-	}
-	if o.batchForwards < 0 || o.batchForwards > 0 && o.httpServer != upstream.FastHTTP {
-		return cfg, fmt.Errorf("--batch-forwards %s: want ≥ 0, and --http-server fasthttp when above 0", o.batchForwards)
-	}
-	if o.holdForwards < 0 || o.holdForwards > 0 && o.batchForwards == 0 {
-		return cfg, fmt.Errorf("--hold-forwards %d: want ≥ 0, and --batch-forwards when above 0", o.holdForwards)
+		Addr:                o.listen,
 	}
 	if o.verifyEvery < 1 {
 		return cfg, fmt.Errorf("--verify-envelope-every %d: want ≥ 1", o.verifyEvery)
@@ -122,7 +105,7 @@ func (o *options) config() (upstream.Config, error) {
 		return cfg, fmt.Errorf("--pending-for %s: want ≥ 0 and under %s (Relay abandons keys pending for 30 s)", o.pendingFor, upstream.MaxPendingFor)
 	}
 	for _, list := range o.controlFrom {
-		nets, err := upstream.ParseCIDRList(list)
+		nets, err := upstreamflag.ParseCIDRList(list)
 		if err != nil {
 			return cfg, fmt.Errorf("--control-from: %w", err)
 		}
@@ -164,12 +147,12 @@ func (o *options) quotas() ([]json.RawMessage, error) {
 	var qs []json.RawMessage
 	if o.quotasFile != "" {
 		var err error
-		if qs, err = upstream.LoadQuotas(o.quotasFile); err != nil {
+		if qs, err = upstreamflag.LoadQuotas(o.quotasFile); err != nil {
 			return nil, err
 		}
 	}
 	for _, spec := range o.quotaSpecs {
-		q, err := upstream.ParseQuota(spec, len(qs))
+		q, err := upstreamflag.ParseQuota(spec, len(qs))
 		if err != nil {
 			return nil, err
 		}
@@ -183,12 +166,12 @@ func (o *options) faults() (upstream.Faults, error) {
 	var f upstream.Faults
 	if o.faultsFile != "" {
 		var err error
-		if f, err = upstream.LoadFaults(o.faultsFile); err != nil {
+		if f, err = upstreamflag.LoadFaults(o.faultsFile); err != nil {
 			return f, err
 		}
 	}
 	for _, spec := range o.latencies {
-		route, l, err := upstream.ParseRouteLatency(spec)
+		route, l, err := upstreamflag.ParseRouteLatency(spec)
 		if err != nil {
 			return f, err
 		}
@@ -198,7 +181,7 @@ func (o *options) faults() (upstream.Faults, error) {
 		f.Latency[route] = l
 	}
 	for _, spec := range o.injects {
-		in, err := upstream.ParseInjection(spec)
+		in, err := upstreamflag.ParseInjection(spec)
 		if err != nil {
 			return f, err
 		}
@@ -206,7 +189,7 @@ func (o *options) faults() (upstream.Faults, error) {
 	}
 	if o.fault != "" {
 		var err error
-		if o.timed, err = upstream.ParseFaultSpec(o.fault); err != nil {
+		if o.timed, err = upstreamflag.ParseFaultSpec(o.fault); err != nil {
 			return f, fmt.Errorf("--fault: %w", err)
 		}
 	}
@@ -229,7 +212,7 @@ func (s sizeFlag) String() string {
 }
 
 func (s sizeFlag) Set(v string) error {
-	n, err := upstream.ParseSize(v)
+	n, err := upstreamflag.ParseSize(v)
 	if err != nil {
 		return err
 	}

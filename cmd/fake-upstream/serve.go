@@ -5,57 +5,47 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/internal/cli/upstreamflag"
 	"github.com/relayload/relayload/upstream"
 )
 
-// serve listens on addr, prints the address as the first stdout line and
-// serves srv (with the HTTP server named kind) until SIGINT or SIGTERM; then requests
-// in flight get up to grace to finish, and the final stats go to stderr. A
+// serve starts the fake upstream on cfg.Addr, prints the address as the
+// first stdout line and serves until SIGINT or SIGTERM; then requests in
+// flight get up to grace to finish, and the final stats go to stderr. A
 // timed fault (--fault) begins at its start after listening and ends after
 // its duration, on top of the faults in effect.
-func serve(srv *upstream.Server, kind, addr string, grace time.Duration, timed *upstream.FaultSpec, stdout, stderr io.Writer) error {
+func serve(cfg upstream.Config, grace time.Duration, timed *upstreamflag.FaultSpec, stdout, stderr io.Writer) error {
 	// Signals are caught before the address is announced: whoever reads the
 	// first line may stop the server at once and still get a clean exit.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ln, err := net.Listen("tcp", addr)
+	srv, err := upstream.Start(cfg)
 	if err != nil {
-		return &cli.UsageError{Err: fmt.Errorf("--listen %q: %w", addr, err)}
+		return &cli.UsageError{Err: err}
 	}
-	fmt.Fprintln(stdout, ln.Addr().String())
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	fmt.Fprintln(stdout, addr)
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
-	if w := srv.ListenWarning(ln.Addr().String()); w != "" {
+	if w := upstreamflag.ListenWarning(addr, cfg.ControlFrom); w != "" {
 		fmt.Fprintln(stderr, "fake-upstream: warning: "+w)
 	}
 	if timed != nil {
 		defer scheduleFault(srv, timed, stderr)()
 	}
-	errc := make(chan error, 1)
-	hs, err := srv.ServeWith(kind, ln, errc)
-	if err != nil {
-		ln.Close()
-		return &cli.UsageError{Err: err}
-	}
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
+	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		_ = hs.Close()
-	}
+	_ = srv.Shutdown(sctx)
 	final, _ := json.Marshal(srv.Stats())
 	fmt.Fprintf(stderr, "fake-upstream: shut down; final stats: %s\n", final)
 	return nil
@@ -64,7 +54,7 @@ func serve(srv *upstream.Server, kind, addr string, grace time.Duration, timed *
 // scheduleFault adds f's faults to those in effect at f's start (0 when
 // not given) and takes them away after its duration. stop cancels what has
 // not happened yet.
-func scheduleFault(srv *upstream.Server, f *upstream.FaultSpec, stderr io.Writer) (stop func()) {
+func scheduleFault(srv *upstream.Server, f *upstreamflag.FaultSpec, stderr io.Writer) (stop func()) {
 	start := max(f.Start, 0)
 	var mu sync.Mutex
 	var base upstream.Faults

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/internal/cli/upstreamflag"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
-	"github.com/relayload/relayload/upstream"
 )
 
 // options are orchestrate's flags as given.
@@ -199,18 +199,18 @@ func (o *options) builds(cfg *orchestrate.Config) error {
 
 // specs parses the flags whose values are specs or files.
 func (o *options) specs(cfg *orchestrate.Config) error {
-	rss, err := upstream.ParseSize(o.maxRSS)
+	rss, err := upstreamflag.ParseSize(o.maxRSS)
 	if err != nil {
 		return cli.Usagef("--max-relay-rss %q: want a size such as 4GiB", o.maxRSS)
 	}
 	cfg.MaxRelayRSS = uint64(rss)
 	if o.quotasFile != "" {
-		if cfg.Quotas, err = upstream.LoadQuotas(o.quotasFile); err != nil {
+		if cfg.Quotas, err = upstreamflag.LoadQuotas(o.quotasFile); err != nil {
 			return cli.Usagef("--quotas: %w", err)
 		}
 	}
 	for _, q := range o.quotas {
-		raw, err := upstream.ParseQuota(q, len(cfg.Quotas))
+		raw, err := upstreamflag.ParseQuota(q, len(cfg.Quotas))
 		if err != nil {
 			return cli.Usagef("--quota: %w", err)
 		}

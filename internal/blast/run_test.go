@@ -504,12 +504,12 @@ func TestRunCancelAbandons(t *testing.T) {
 // upstream accepted.
 func TestRunAgainstUpstream(t *testing.T) {
 	p := testPool(t, 200, compression.Zstd)
-	up, err := upstream.New(upstream.Config{Projects: p.Options.Projects})
+	up, err := upstream.Start(upstream.Config{Projects: p.Options.Projects})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(up.Handler())
-	defer srv.Close()
+	defer up.Close()
+	srv := up
 	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 2000, Count: 1000, Timeout: exact})
 	if err != nil {
 		t.Fatal(err)

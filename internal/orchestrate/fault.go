@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/cli/upstreamflag"
 	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/upstream"
 )
 
 // Fault is an upstream failure injected during the measured window, in
-// the syntax fake-upstream's --fault shares (upstream.FaultSpec). Its
+// the syntax fake-upstream's --fault shares (upstreamflag.FaultSpec). Its
 // Start is an offset into the measured window; by default a quarter of the
 // window, at most 5 s.
-type Fault = upstream.FaultSpec
+type Fault = upstreamflag.FaultSpec
 
 // ParseFault parses a fault spec (Config.Fault); errors are *ConfigError.
 func ParseFault(spec string) (*Fault, error) {
-	f, err := upstream.ParseFaultSpec(spec)
+	f, err := upstreamflag.ParseFaultSpec(spec)
 	if err != nil {
 		return nil, configerr.Wrap("Fault", err)
 	}

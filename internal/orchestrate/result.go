@@ -210,10 +210,6 @@ type UpstreamSeen struct {
 	// Signatures is how Relay's request signatures were checked: fully
 	// verified, or (Config.VerifyEnvelopeEvery) for form and age only.
 	Signatures upstream.Signatures `json:"signatures"`
-	// BatchedForwards are Relay's forwards the upstream answered once read
-	// and authenticated and checked and counted after, in batches; those
-	// that failed a check then are in Errors, though Relay was answered 200.
-	BatchedForwards upstream.BatchedForwards `json:"batched_forwards"`
 }
 
 // CPU is the measured process's CPU use. In harness mode it is
@@ -237,16 +233,6 @@ type CPU struct {
 	// of Relay's LoadCores: on one machine, CPU Relay could not use.
 	HarnessCores float64 `json:"harness_cores,omitempty"`
 	HarnessShare float64 `json:"harness_share_pct,omitempty"`
-	// HarnessHeldSecs is the CPU orchestrate spent after the window
-	// checking, decoding and counting the Relay forwards its fake upstream
-	// held through it (upstream.Config.HoldForwards), and
-	// HarnessShareWithHeld the share had that been spent inside it: an
-	// upper bound, since the check also covers the warm-up's forwards and
-	// those that arrive after the window, and the process's CPU while it
-	// runs includes serving them.
-	HarnessHeldSecs      float64 `json:"harness_held_check_cpu_s,omitempty"`
-	HarnessShareWithHeld float64 `json:"harness_share_with_held_pct,omitempty"`
-	windowSecs           float64 // what HarnessCores was measured over
 	// HarnessSplit is HarnessCores by what the harness was doing, from its
 	// perf recording (Config.PerfHarness).
 	HarnessSplit *HarnessSplit `json:"harness_split,omitempty"`

@@ -118,20 +118,9 @@ func TestStandinSweep(t *testing.T) {
 		if sg := st.Upstream.Signatures; sg.SampledOut == 0 || sg.Verified+sg.SampledOut+sg.CacheHits < st.Upstream.Envelopes || sg.Verified > st.Upstream.Envelopes/4+20 {
 			t.Errorf("step %d: signatures %+v for %d envelopes", st.Index, sg, st.Upstream.Envelopes)
 		}
-		// Every forward the size of the pool's was answered once read and
-		// checked in a batch, and every one of them passed.
-		// They were held through the window and checked after it, the hold
-		// never filling; what that took is the harness's CPU after the window.
-		if bf := st.Upstream.BatchedForwards; bf.Checked == 0 || bf.Checked > st.Upstream.Envelopes || bf.FailedAfterAnswer != 0 || bf.HoldFull != 0 {
-			t.Errorf("step %d: batched forwards %+v for %d envelopes", st.Index, bf, st.Upstream.Envelopes)
-		}
-		// Nothing read the counts during the window (which would have
-		// checked what waited): one check took about all of its forwards.
-		if bf := st.Upstream.BatchedForwards; bf.LargestCheck < st.OK*9/10 {
-			t.Errorf("step %d: at most %d forwards checked together, of %d in the window: something read the counts during it", st.Index, bf.LargestCheck, st.OK)
-		}
-		if c := st.CPU; c.HarnessHeldSecs < 0 || c.HarnessShare > 0 && c.HarnessShareWithHeld < c.HarnessShare {
-			t.Errorf("step %d: held checks took %.3f s, share %.2f%%, with them %.2f%%", st.Index, c.HarnessHeldSecs, c.HarnessShare, c.HarnessShareWithHeld)
+		// Every forward was checked before its answer: none failed.
+		if n := st.Upstream.Errors; len(n) != 0 {
+			t.Errorf("step %d: the upstream refused forwards: %v", st.Index, n)
 		}
 		// The stand-in forwards every envelope it accepts.
 		if st.Upstream.Gap != 0 || st.Upstream.Envelopes != st.OK+st.warmOK {

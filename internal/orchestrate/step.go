@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -64,7 +63,6 @@ type step struct {
 	cancel context.CancelCauseFunc
 
 	up     *upstream.Server
-	srv    upstream.Serving
 	origin string // the fake upstream
 	target string // where blast sends: Relay, or the fake upstream
 
@@ -176,8 +174,8 @@ func (s *step) close() {
 		grace = interruptGrace
 	}
 	s.stopRelay(grace)
-	if s.srv != nil {
-		s.srv.Close()
+	if s.up != nil {
+		s.up.Close()
 	}
 	s.cancel(nil)
 }
@@ -194,58 +192,17 @@ func (s *step) makeDir() error {
 	return nil
 }
 
-// forwardBatchPeriod is how long a Relay forward waits, answered, for its
-// checks and counting (upstream.Config.BatchForwards) in a step with a
-// fault, whose watch reads the upstream's counts at 10 Hz during the
-// window.
-const forwardBatchPeriod = 100 * time.Millisecond
-
-// forwardHold bounds the memory in which the fake upstream holds Relay's
-// forwards through a step's measured window (upstream.Config.HoldForwards):
-// each held forward counts its body (3.7 KB on average with the default
-// mix) plus 512 bytes, so at 800/s over the default 32 s of warm-up and
-// window the hold counts about 105 MiB. Half full (128 MiB: about 1,000/s
-// at the default durations) it is checked during the window, and the step
-// says so.
-const forwardHold = 256 << 20
-
-// hold is the fake upstream's hold of Relay's forwards in the step: none
-// when the watch reads counts during the window (a fault), or when there is
-// no Relay to forward (the harness).
-func (s *step) hold() int64 {
-	if s.cfg.Fault != nil || s.harness {
-		return 0
-	}
-	return forwardHold
-}
-
 // startUpstream starts a fresh fake upstream on a free loopback port.
 func (s *step) startUpstream() error {
-	up, err := upstream.New(upstream.Config{
+	up, err := upstream.Start(upstream.Config{
 		Projects: s.r.projects, VerifySignatures: !s.harness, AllowList: !s.harness, Seed: s.cfg.Seed,
 		Quotas: s.cfg.Quotas, InboundFilters: s.cfg.InboundFilters, VerifyEnvelopeEvery: s.cfg.VerifyEnvelopeEvery,
-		// Relay's forwards checked in batches cost the harness less, and
-		// held until the window ends they cost it nothing inside the window
-		// (docs/harness-cost.md); every count is complete when read. A step
-		// with a fault reads counts during the window (the fault report).
-		BatchForwards: forwardBatchPeriod,
-		HoldForwards:  s.hold(),
 	})
 	if err != nil {
 		return fmt.Errorf("fake upstream: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("fake upstream listen: %w", err)
-	}
 	s.up = up
-	// fasthttp: the fake upstream shares the CPUs with Relay, and costs
-	// less on it (docs/harness-cost.md).
-	if s.srv, err = up.ServeWith(upstream.FastHTTP, ln, nil); err != nil {
-		ln.Close()
-		return fmt.Errorf("fake upstream: %w", err)
-	}
-	s.origin = "http://" + ln.Addr().String()
+	s.origin = up.URL
 	s.target = s.origin
 	return nil
 }
@@ -410,7 +367,6 @@ func (s *step) measure() error {
 		rssLimit = cfg.MaxRelayRSS
 	}
 	// Second 0 of the upstream's arrival timeline is blast's start.
-	s.reserveHold()
 	s.up.ResetStats()
 	s.atBlast, _ = s.sampler.Read()
 	s.blastStart = time.Now()
@@ -554,7 +510,6 @@ func (w *window) close() {
 	}
 	if w.selfOK && selfOK {
 		cpu.HarnessCores = relayproc.Cores(w.selfA, selfB)
-		cpu.windowSecs = (selfB.At - w.selfA.At).Seconds()
 		if cpu.LoadCores > 0 {
 			cpu.HarnessShare = 100 * cpu.HarnessCores / cpu.LoadCores
 		}
@@ -603,54 +558,10 @@ func (s *step) fillLoad(res *blast.Result) {
 	st.warmOK = max(st.warmOK-res.OK, 0)
 }
 
-// reserveHold has the fake upstream map the memory its hold will take in
-// the step (upstream.Server.ReserveHold): blast's envelopes over the warm-up
-// and the window, each forward taking a third of the pool's mean envelope
-// (Relay's zstd forwards of the default mix average 3.7 KB for 14 KB sent;
-// the warm-up's forwards are smaller than the window's), at least 1 KiB.
-// A hold that needs more maps it as it fills.
-func (s *step) reserveHold() {
-	if s.hold() == 0 || s.st.Rate == RateMax {
-		return
-	}
-	n := int(s.st.Rate*(s.cfg.Warmup+s.cfg.Duration).Seconds()*1.1) + 64
-	mean := int64(1 << 10)
-	if ps := s.r.pool.Stats(); ps.Entries > 0 {
-		mean = max(mean, ps.RawBytes/int64(ps.Entries)/3)
-	}
-	s.up.ReserveHold(n, int64(n)*mean)
-}
-
-// checkHeld has the fake upstream check the forwards it held through the
-// window, and counts the harness's CPU for it. Without a hold, or without a
-// reading of orchestrate's CPU, the drain's first read of the counts checks
-// them.
-func (s *step) checkHeld() {
-	if s.hold() == 0 {
-		return
-	}
-	self, err := relayproc.NewSampler(os.Getpid())
-	if err != nil {
-		return
-	}
-	a, errA := self.Read()
-	s.up.CheckForwards()
-	b, errB := self.Read()
-	if errA != nil || errB != nil {
-		return
-	}
-	cpu := &s.st.CPU
-	cpu.HarnessHeldSecs = math.Round((b.CPU-a.CPU)*1000) / 1000 // /proc's ticks, without float noise
-	if cpu.LoadCores > 0 && cpu.windowSecs > 0 {
-		cpu.HarnessShareWithHeld = 100 * (cpu.HarnessCores + cpu.HarnessHeldSecs/cpu.windowSecs) / cpu.LoadCores
-	}
-}
-
 // drain waits until forwarding and outcomes settle, then takes the last
 // readings of Relay's memory and the StatsD figures.
 func (s *step) drain() error {
 	s.r.logf("  drain")
-	s.checkHeld()
 	s.st.Drain = s.r.drain(s.ctx, s.up, s.st.OK+s.st.warmOK, s.harness, s.blastEnd)
 	if err := s.check(); err != nil {
 		return err
@@ -724,7 +635,6 @@ func (s *step) collect() {
 		Envelopes: final.Envelopes, Forwarded: final.DataEnvelopes, ItemsByType: final.ItemsByType,
 		Gap: accepted - final.DataEnvelopes, Outcomes: final.Outcomes.Rows, Requests: final.Requests,
 		Errors: final.Errors, Canaries: final.Canaries, Signatures: final.Signatures,
-		BatchedForwards: final.BatchedForwards,
 	}
 	smp, _ := s.sampler.Samples()
 	samplesAt := s.blastStart.Sub(s.sampler.Start())
@@ -758,12 +668,6 @@ func (s *step) collect() {
 	st.CPU.MsPerEnv, st.CPU.CostSpan, st.CPU.CostCPUSecs, st.CPU.CostEnvelopes = trueCost(s.atBlast, s.atDrainEnd, st.CPU.IdleCores, final.DataEnvelopes)
 	if n := costBelowIdle(st.CPU); n != "" {
 		st.Notes = append(st.Notes, n)
-	}
-	if n := st.Upstream.BatchedForwards.FailedAfterAnswer; n > 0 {
-		st.Notes = append(st.Notes, fmt.Sprintf("%d of Relay's forwards failed the fake upstream's checks after it had answered them 200 (their bodies, and in a hold their headers but for the relay's registration, are checked after the answer); they are in the upstream's errors by reason", n))
-	}
-	if n := st.Upstream.BatchedForwards.HoldFull; n > 0 {
-		st.Notes = append(st.Notes, fmt.Sprintf("the fake upstream's hold of Relay's forwards (%d MiB) filled half way %d times, and those forwards were checked during the measured window: the harness's CPU in it includes their checks", forwardHold>>20, n))
 	}
 	st.Series, st.CPU.PeakCores = series(smp, samplesAt)
 	for i := 1; i < len(smp); i++ {
@@ -831,7 +735,7 @@ func trueCost(a, b relayproc.Sample, idleCores float64, forwarded int64) (ms flo
 // watch samples Relay (CPU and RSS) and the upstream's forwarded count at
 // the sampling interval from blast's start to the drain's end, and calls
 // over once when Relay's RSS passes the limit (0: no limit). With up nil it
-// reads no counts (they would check the forwards the upstream holds).
+// reads no counts.
 type watch struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -92,7 +92,6 @@ var csvHeader = []string{
 	"forwarded", "forwarded_rate", "backlog_end", "backlog_growth_per_s", "catch_up_s", "rss_slope_mib_per_s",
 	"cost_span_s", "cost_cpu_s", "cost_envelopes", "stopped_early", "concurrency",
 	"harness_cores", "harness_share_pct", "harness_blast_cores", "harness_upstream_cores", "harness_scheduler_cores", "harness_other_cores",
-	"harness_held_check_cpu_s", "harness_share_with_held_pct",
 }
 
 // CSV writes one row per step.
@@ -124,7 +123,6 @@ func CSV(w io.Writer, rep *orchestrate.Report) error {
 		} else {
 			row = append(row, "", "", "", "")
 		}
-		row = append(row, g(st.CPU.HarnessHeldSecs, 3), g(st.CPU.HarnessShareWithHeld, 2))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -477,10 +477,6 @@ func (pg *page) steps() {
 		harness := "–"
 		if st.CPU.HarnessCores > 0 {
 			harness = fmt.Sprintf("%s (%.0f%%)", cores(st.CPU.HarnessCores), st.CPU.HarnessShare)
-			if st.CPU.HarnessHeldSecs > 0 {
-				// the checks of the forwards held through the window
-				harness += fmt.Sprintf(" +%.2f s after", st.CPU.HarnessHeldSecs)
-			}
 		}
 		took := "–"
 		if st.Took > 0 {
@@ -498,7 +494,7 @@ func (pg *page) steps() {
 	fmt.Fprintf(w, "\nforwarded: %s the fake upstream received from the start of blast (its warm-up included) until the drain ended; "+
 		"gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest); "+
 		"catch-up: from blast's end until the last data envelope arrived; "+
-		"harness cores: orchestrate's own CPU (blast, the fake upstream) over the measured window, and its share of Relay's, then (+… s after) the CPU it spent after the window checking and counting the Relay forwards it held through it; "+
+		"harness cores: orchestrate's own CPU (blast, the fake upstream) over the measured window, and its share of Relay's; "+
 		"step took: the whole step, and the share of it outside the measured window (Relay's start, warm-up, idle, drain, shutdown).\n", what)
 }
 

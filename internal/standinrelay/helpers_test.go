@@ -36,10 +36,11 @@ func newRig(t *testing.T, cfg upstream.Config) *rig {
 		t.Fatal(err)
 	}
 	cfg.Projects, cfg.VerifySignatures = ps, true
-	srv, err := upstream.New(cfg)
+	srv, err := upstream.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() })
 	g := &rig{srv: srv, ps: ps}
 	h := srv.Handler()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

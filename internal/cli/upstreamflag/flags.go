@@ -1,21 +1,25 @@
-package upstream
+// Package upstreamflag parses the command-line forms of the fake upstream's
+// settings that orchestrate and fake-upstream share: byte sizes, quotas,
+// networks, fault specs, injected latencies and errors.
+package upstreamflag
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relayload/relayload/upstream"
 )
 
 // parseLatency parses a latency spec: terms joined by '+', each a fixed
 // duration ("50ms"; fixed terms add up), a uniform range ("10ms-100ms", at
 // most one) or an exponential draw with a mean ("exp:20ms", at most one).
 // Example: "5ms+exp:20ms".
-func parseLatency(spec string) (Latency, error) {
-	var l Latency
+func parseLatency(spec string) (upstream.Latency, error) {
+	var l upstream.Latency
 	if strings.TrimSpace(spec) == "" {
 		return l, fmt.Errorf("latency: empty spec")
 	}
@@ -32,7 +36,7 @@ func parseLatency(spec string) (Latency, error) {
 			if err != nil {
 				return l, fmt.Errorf("latency %q: %w", spec, err)
 			}
-			l.Mean = Duration(d)
+			l.Mean = upstream.Duration(d)
 		case strings.Contains(term, "-"):
 			if haveRange {
 				return l, fmt.Errorf("latency %q: more than one range term", spec)
@@ -47,82 +51,67 @@ func parseLatency(spec string) (Latency, error) {
 			if err != nil {
 				return l, fmt.Errorf("latency %q: %w", spec, err)
 			}
-			l.Min, l.Max = Duration(lo), Duration(hi)
+			l.Min, l.Max = upstream.Duration(lo), upstream.Duration(hi)
 		default:
 			d, err := time.ParseDuration(term)
 			if err != nil {
 				return l, fmt.Errorf("latency %q: %w", spec, err)
 			}
-			if d < 0 || d > maxLatency || l.Fixed > Duration(maxLatency) {
-				return l, fmt.Errorf("latency %q: term %s not in [0, %s]", spec, term, maxLatency)
+			if d < 0 || d > maxLatencyTerm || l.Fixed > upstream.Duration(maxLatencyTerm) {
+				return l, fmt.Errorf("latency %q: term %s not in [0, %s]", spec, term, maxLatencyTerm)
 			}
-			l.Fixed += Duration(d)
+			l.Fixed += upstream.Duration(d)
 		}
 	}
-	f := Faults{Latency: map[string]Latency{"*": l}}
+	f := upstream.Faults{Latency: map[string]upstream.Latency{"*": l}}
 	return l, f.Validate()
 }
 
 // ParseRouteLatency parses "ROUTE=SPEC" (ROUTE a route name or *).
-func ParseRouteLatency(s string) (string, Latency, error) {
+func ParseRouteLatency(s string) (string, upstream.Latency, error) {
 	route, spec, ok := strings.Cut(s, "=")
 	if !ok {
-		return "", Latency{}, fmt.Errorf("latency %q: want ROUTE=SPEC, e.g. envelope=10ms-50ms", s)
-	}
-	if route != "*" && routeIndex(route) < 0 {
-		return "", Latency{}, fmt.Errorf("latency %q: unknown route %q (routes: %s, *)", s, route, strings.Join(routeNames[:], ", "))
+		return "", upstream.Latency{}, fmt.Errorf("latency %q: want ROUTE=SPEC, e.g. envelope=10ms-50ms", s)
 	}
 	l, err := parseLatency(spec)
-	return route, l, err
+	if err != nil {
+		return "", l, err
+	}
+	f := upstream.Faults{Latency: map[string]upstream.Latency{route: l}}
+	return route, l, f.Validate()
 }
 
 // ParseInjection parses "ROUTE=STATUS@P", "ROUTE=429:RETRY_AFTER@P" or
 // "ROUTE=reset@P", e.g. "envelope=503@0.1".
-func ParseInjection(s string) (Injection, error) {
+func ParseInjection(s string) (upstream.Injection, error) {
 	route, rest, ok := strings.Cut(s, "=")
 	what, prob, ok2 := strings.Cut(rest, "@")
 	if !ok || !ok2 {
-		return Injection{}, fmt.Errorf("inject %q: want ROUTE=STATUS@PROBABILITY, e.g. envelope=503@0.1", s)
+		return upstream.Injection{}, fmt.Errorf("inject %q: want ROUTE=STATUS@PROBABILITY, e.g. envelope=503@0.1", s)
 	}
 	p, err := strconv.ParseFloat(prob, 64)
 	if err != nil {
-		return Injection{}, fmt.Errorf("inject %q: probability: %w", s, err)
+		return upstream.Injection{}, fmt.Errorf("inject %q: probability: %w", s, err)
 	}
-	in := Injection{Route: route, Probability: p}
+	in := upstream.Injection{Route: route, Probability: p}
 	if what == "reset" {
 		in.Reset = true
 	} else {
 		code, ra, hasRA := strings.Cut(what, ":")
 		if in.Status, err = strconv.Atoi(code); err != nil {
-			return Injection{}, fmt.Errorf("inject %q: status: %w", s, err)
+			return upstream.Injection{}, fmt.Errorf("inject %q: status: %w", s, err)
 		}
 		if hasRA {
 			if in.RetryAfter, err = strconv.Atoi(ra); err != nil {
-				return Injection{}, fmt.Errorf("inject %q: retry-after: %w", s, err)
+				return upstream.Injection{}, fmt.Errorf("inject %q: retry-after: %w", s, err)
 			}
 		}
 	}
-	f := Faults{Inject: []Injection{in}}
+	f := upstream.Faults{Inject: []upstream.Injection{in}}
 	if err := f.Validate(); err != nil {
-		return Injection{}, err
+		return upstream.Injection{}, err
 	}
 	return in, nil
-}
-
-// checkCategory accepts the data-category names Relay knows (a quota with
-// any other name matches nothing); blast's kind names get a hint.
-func checkCategory(c string) error {
-	if slices.Contains(categoryNames[:], c) {
-		return nil
-	}
-	hint := ""
-	switch c {
-	case "errors", "transactions", "sessions", "logs", "checkins", "check_in", "check-in":
-		hint = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session", "logs": "log_item",
-			"checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}[c]
-		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, hint)
-	}
-	return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 }
 
 // ParseQuota parses "CATEGORIES[:LIMIT[:REASON]]" into a project quota:
@@ -141,9 +130,6 @@ func ParseQuota(s string, n int) (json.RawMessage, error) {
 		for _, c := range strings.Split(parts[0], ";") {
 			if c = strings.TrimSpace(c); c == "" {
 				return nil, fmt.Errorf("quota %q: empty category", s)
-			}
-			if err := checkCategory(c); err != nil {
-				return nil, fmt.Errorf("quota %q: %w", s, err)
 			}
 			cats = append(cats, c)
 		}
@@ -184,9 +170,9 @@ func LoadQuotas(path string) ([]json.RawMessage, error) {
 	return qs, nil
 }
 
-// LoadFaults reads a Faults JSON file (the POST /control body).
-func LoadFaults(path string) (Faults, error) {
-	var f Faults
+// LoadFaults reads an upstream.Faults JSON file (the POST /control body).
+func LoadFaults(path string) (upstream.Faults, error) {
+	var f upstream.Faults
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return f, fmt.Errorf("faults: %w", err)
@@ -219,3 +205,7 @@ func ParseSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
+
+// maxLatencyTerm bounds each fixed term of a latency spec, so that their sum
+// cannot overflow before Faults.Validate sees it.
+const maxLatencyTerm = time.Hour

@@ -1,10 +1,12 @@
-package upstream
+package upstreamflag
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relayload/relayload/upstream"
 )
 
 // FaultSpec is a fault for a while, in the one syntax that orchestrate's
@@ -65,12 +67,12 @@ func ParseFaultSpec(spec string) (*FaultSpec, error) {
 		if err := dur(0); err != nil {
 			return bad("%v", err)
 		}
-		f.Mode = OutageUnavailable
+		f.Mode = upstream.OutageUnavailable
 		if len(parts) > 1 {
 			f.Mode = parts[1]
 		}
 		switch f.Mode {
-		case OutageRefuse, OutageHang, OutageUnavailable:
+		case upstream.OutageRefuse, upstream.OutageHang, upstream.OutageUnavailable:
 		default:
 			return bad("outage mode %q: want refuse, hang or unavailable", f.Mode)
 		}
@@ -122,8 +124,8 @@ func ParseFaultSpec(spec string) (*FaultSpec, error) {
 	default:
 		return bad("unknown kind %q (want outage, 429-storm, errors or latency)", kind)
 	}
-	if f.Duration > maxOutage {
-		return bad("lasts %s, more than %s", f.Duration, maxOutage)
+	if f.Duration > maxFaultDuration {
+		return bad("lasts %s, more than %s", f.Duration, maxFaultDuration)
 	}
 	faults := f.Faults()
 	if err := faults.Validate(); err != nil {
@@ -133,37 +135,19 @@ func ParseFaultSpec(spec string) (*FaultSpec, error) {
 }
 
 // Faults are the faults the spec injects while it lasts.
-func (f *FaultSpec) Faults() Faults {
+func (f *FaultSpec) Faults() upstream.Faults {
 	switch f.Kind {
 	case "outage":
-		return Faults{Outage: &Outage{Mode: f.Mode, Duration: Duration(f.Duration)}}
+		return upstream.Faults{Outage: &upstream.Outage{Mode: f.Mode, Duration: upstream.Duration(f.Duration)}}
 	case "429-storm":
-		return Faults{Inject: []Injection{{Route: "envelope", Status: 429, Probability: 1, RetryAfter: 1}}}
+		return upstream.Faults{Inject: []upstream.Injection{{Route: "envelope", Status: 429, Probability: 1, RetryAfter: 1}}}
 	case "errors":
-		return Faults{Inject: []Injection{{Route: "envelope", Status: f.Status, Probability: f.Share}}}
+		return upstream.Faults{Inject: []upstream.Injection{{Route: "envelope", Status: f.Status, Probability: f.Share}}}
 	case "latency":
-		return Faults{Latency: map[string]Latency{"*": {Fixed: Duration(f.Delay)}}}
+		return upstream.Faults{Latency: map[string]upstream.Latency{"*": {Fixed: upstream.Duration(f.Delay)}}}
 	}
-	return Faults{}
+	return upstream.Faults{}
 }
 
-// With is f with g's faults added: g's latencies replace f's for the same
-// route, its injections come first (the first matching injection wins), its
-// outage replaces f's, and the flags are or-ed.
-func (f Faults) With(g Faults) Faults {
-	out := f.clone()
-	for route, l := range g.Latency {
-		if out.Latency == nil {
-			out.Latency = map[string]Latency{}
-		}
-		out.Latency[route] = l
-	}
-	out.Inject = append(append([]Injection(nil), g.Inject...), out.Inject...)
-	if g.Outage != nil {
-		o := *g.Outage
-		out.Outage = &o
-	}
-	out.GlobalPending = out.GlobalPending || g.GlobalPending
-	out.RelayStop = out.RelayStop || g.RelayStop
-	return out
-}
+// maxFaultDuration bounds how long a fault spec lasts (an outage's own bound).
+const maxFaultDuration = time.Hour

@@ -1,0 +1,368 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/relayload/relayload/internal/compression"
+)
+
+// bodySource is a request body and what its reading needs.
+type bodySource struct {
+	r io.Reader
+	// n is the Content-Length, -1 when unknown (chunked).
+	n int64
+	// conn takes the body's read deadlines (nil: none to set).
+	conn net.Conn
+	// ctx is done when the client has gone.
+	ctx context.Context
+}
+
+// requestBody is the body of a request served by net/http.
+func requestBody(req *http.Request) bodySource {
+	return bodySource{r: req.Body, n: req.ContentLength, conn: requestConn(req), ctx: req.Context()}
+}
+
+// readBody reads the whole body into a pooled buffer, capped at
+// MaxWireBytes. Its first BodyPreSlotBytes (all of a smaller body) are read
+// without any slot, within HTTPBodyTimeout: a client that announces a body
+// and stalls holds nothing others need. The rest of a larger body is read
+// holding a read slot (large is then true) and must arrive at
+// HTTPMinBodyRate after HTTPBodyGrace. The caller gives back the buffer
+// with putBuf and a read slot with <-s.readSlots.
+func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError) {
+	if src.n > s.cfg.MaxWireBytes {
+		return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
+			fmt.Sprintf("Content-Length %d > limit %d", src.n, s.cfg.MaxWireBytes))
+	}
+	conn := src.conn
+	setBodyDeadline(conn, time.Now().Add(s.limits.bodyTimeout))
+	n := src.n
+	first := int64(BodyPreSlotBytes)
+	if n >= 0 && n < first {
+		first = n
+	}
+	bp = s.getBuf()
+	if int64(cap(*bp)) < first {
+		*bp = make([]byte, 0, first)
+	}
+	b, err := readUpTo(src.r, (*bp)[:0], int(first))
+	*bp = b
+	switch {
+	case err != nil && (n >= 0 || !errors.Is(err, io.EOF)):
+		s.putBuf(bp)
+		return nil, false, bodyReadError(err)
+	case n >= 0 && n == first, n < 0 && err != nil: // all of it (a chunked body ended)
+		bodyDone(conn)
+		return bp, false, nil
+	}
+	select {
+	case s.readSlots <- struct{}{}:
+	case <-src.ctx.Done():
+		s.putBuf(bp)
+		return nil, false, clientGone("while waiting for a large-body slot")
+	}
+	if n >= 0 {
+		err = s.readRest(src.r, bp, int(n), conn)
+	} else {
+		err = s.readRestChunked(src.r, bp, conn)
+	}
+	if err != nil {
+		s.putBuf(bp)
+		<-s.readSlots
+		if errors.Is(err, errTooLargeWire) {
+			return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
+				fmt.Sprintf("more than %d bytes", s.cfg.MaxWireBytes))
+		}
+		return nil, false, bodyReadError(err)
+	}
+	bodyDone(conn)
+	return bp, true, nil
+}
+
+// bodyDone clears the read deadline of a body read in full. The deadline
+// must not outlive the body: net/http's background read (which notices a
+// client that hangs up) would hit it and cancel the request's context as if
+// the client had gone. After a failed read it stays: net/http drains what
+// is left of the body after the handler, and must not wait for it forever.
+func bodyDone(conn net.Conn) { setBodyDeadline(conn, time.Time{}) }
+
+// readUpTo reads from r into b until it holds limit bytes or r fails
+// (io.EOF at the end of a body of unknown length). A body's last bytes may
+// come with io.EOF: once limit bytes are in, that is no error.
+func readUpTo(r io.Reader, b []byte, limit int) ([]byte, error) {
+	for len(b) < limit {
+		n, err := r.Read(b[len(b):limit])
+		b = b[:len(b)+n]
+		if err != nil && (len(b) < limit || !errors.Is(err, io.EOF)) {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// bodyChunk is how much of a large body is read under one deadline.
+const bodyChunk = 64 << 10
+
+// rateDeadline is when a large body, whose read slot was taken at t0, must
+// have delivered `got` bytes past its first BodyPreSlotBytes.
+func (s *Server) rateDeadline(t0 time.Time, got int) time.Time {
+	return t0.Add(s.limits.bodyGrace + atRate(int64(got), s.limits.minBodyRate))
+}
+
+// readRest reads the rest of a body of known length n into *bp (which holds
+// its start), at the minimum rate.
+func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
+	if cap(*bp) < n {
+		// Replace the pooled buffer's array instead of putting it back
+		// and taking a new one: that added a buffer to the pool for
+		// every body larger than the one it got, so between two GCs
+		// the pool grew with the request count (50 MB in 4 s at
+		// 1000/s), not with the requests in flight.
+		b := make([]byte, len(*bp), n)
+		copy(b, *bp)
+		*bp = b
+	}
+	b := *bp
+	t0, start := time.Now(), len(b)
+	for len(b) < n {
+		end := min(len(b)+bodyChunk, n)
+		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
+		m, err := io.ReadFull(r, b[len(b):end])
+		b = b[:len(b)+m]
+		*bp = b
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errTooLargeWire: a body of unknown length ran past MaxWireBytes.
+var errTooLargeWire = errors.New("body over the wire cap")
+
+// readRestChunked reads the rest of a body of unknown length into *bp, up
+// to the wire cap plus one byte, at the minimum rate.
+func (s *Server) readRestChunked(r io.Reader, bp *[]byte, conn net.Conn) error {
+	b := *bp
+	limit := int(s.cfg.MaxWireBytes)
+	t0, start := time.Now(), len(b)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		end := min(cap(b), limit+1, len(b)+bodyChunk)
+		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
+		m, err := r.Read(b[len(b):end])
+		b = b[:len(b)+m]
+		*bp = b
+		if len(b) > limit {
+			return errTooLargeWire
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// bodyReadError answers a body that could not be read: 408 when it did
+// not come in time, else 400.
+func bodyReadError(err error) *httpError {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return newError(http.StatusRequestTimeout, "body_timeout", "request body not received in time", err.Error())
+	}
+	return newError(http.StatusBadRequest, "body_read_error", "reading the request body failed", err.Error())
+}
+
+// clientGone is the outcome of a request whose client hung up before its
+// body was processed: counted, not answered, and not processed.
+func clientGone(when string) *httpError {
+	return newError(0, "client_gone", "the client closed the connection", when)
+}
+
+// maxPooledBuf keeps huge one-off bodies from pinning memory in the pool.
+const maxPooledBuf = 1 << 20
+
+func (s *Server) getBuf() *[]byte {
+	if v := s.bufs.Get(); v != nil {
+		return v.(*[]byte)
+	}
+	b := make([]byte, 0, 16<<10)
+	return &b
+}
+
+func (s *Server) putBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledBuf {
+		return
+	}
+	*bp = (*bp)[:0]
+	s.bufs.Put(bp)
+}
+
+// decodeBody undoes Content-Encoding. For identity the body is returned as
+// is (out is untouched).
+func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, out *[]byte) ([]byte, *httpError) {
+	var decoded []byte
+	if enc == compression.Identity {
+		if int64(len(body)) > s.cfg.MaxDecodedBytes {
+			return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large",
+				fmt.Sprintf("%d bytes > limit %d", len(body), s.cfg.MaxDecodedBytes))
+		}
+		decoded = body
+	} else {
+		var err error
+		decoded, err = s.dec.Decode(enc, body, (*out)[:0])
+		if cap(decoded) >= cap(*out) {
+			*out = decoded[:0]
+		}
+		if err != nil {
+			if errors.Is(err, compression.ErrTooLarge) {
+				return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large", err.Error())
+			}
+			return nil, newError(http.StatusBadRequest, "bad_compression", "body does not decode as "+string(enc), err.Error())
+		}
+	}
+	i := encodingIndex(enc)
+	c.encRequests[i].Add(1)
+	c.encWire[i].Add(int64(len(body)))
+	c.encDecoded[i].Add(int64(len(decoded)))
+	return decoded, nil
+}
+
+// parseEncoding reads Content-Encoding from every header line it is on
+// (compression.ParseContentEncoding): an unknown coding, or two codings
+// stacked on one line or on two, is 415.
+func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
+	lines := req.Header.Values("Content-Encoding")
+	if len(lines) == 0 {
+		return compression.Identity, nil
+	}
+	enc, err := compression.ParseContentEncoding(lines)
+	if err != nil {
+		return "", newError(http.StatusUnsupportedMediaType, "bad_encoding", "unsupported Content-Encoding", err.Error())
+	}
+	return enc, nil
+}
+
+// readDecoded reads a request body and undoes its Content-Encoding; the
+// caller must call release when done with body.
+func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, release func(), e *httpError) {
+	enc, e := parseEncoding(req)
+	if e != nil {
+		return nil, nil, e
+	}
+	body, held, e := s.readDecodedAs(requestBody(req), c, enc)
+	if e != nil {
+		return nil, nil, e
+	}
+	return body, func() { s.releaseBody(held) }, nil
+}
+
+// heldBody is what readDecodedAs holds for a request until releaseBody: a
+// pooled buffer the body aliases, an ingest slot and, for a body larger
+// than BodyPreSlotBytes still in its wire buffer, a read slot.
+type heldBody struct {
+	buf   *[]byte
+	large bool
+}
+
+// readDecodedAs is readDecoded for a Content-Encoding already parsed. It
+// takes an ingest slot only once the whole body is in, and drops the
+// request (client_gone) if its client has hung up by then. What it holds
+// is given back by s.releaseBody(held); an encoded body's wire buffer (and
+// read slot) go back as soon as it is decoded. It returns no closure: the
+// envelope sink allocates nothing per request.
+func (s *Server) readDecodedAs(src bodySource, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
+	bp, large, e := s.readBody(src)
+	if e != nil {
+		return nil, heldBody{}, e
+	}
+	if e := s.takeSlot(src.ctx); e != nil {
+		s.putBuf(bp)
+		if large {
+			<-s.readSlots
+		}
+		return nil, heldBody{}, e
+	}
+	held = heldBody{buf: bp, large: large}
+	if enc == compression.Identity {
+		body, e = s.decodeBody(c, enc, *bp, nil)
+	} else {
+		held.buf = s.getBuf()
+		body, e = s.decodeBody(c, enc, *bp, held.buf)
+		s.putBuf(bp)
+		if large {
+			<-s.readSlots
+			held.large = false
+		}
+	}
+	if e != nil {
+		s.releaseBody(held)
+		return nil, heldBody{}, e
+	}
+	return body, held, nil
+}
+
+// takeSlot takes an ingest slot, unless the client hangs up first (net/http
+// cancels the request's context once it notices, which it can only after
+// the body was read).
+func (s *Server) takeSlot(ctx context.Context) *httpError {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return clientGone("while waiting for an ingest slot")
+		}
+	}
+	if ctx.Err() != nil {
+		<-s.slots
+		return clientGone("before its body was processed")
+	}
+	return nil
+}
+
+// releaseBody gives back what readDecodedAs holds.
+func (s *Server) releaseBody(held heldBody) {
+	if held.buf != nil {
+		s.putBuf(held.buf)
+	}
+	if held.large {
+		<-s.readSlots
+	}
+	<-s.slots
+}
+
+// maxQueryBytes bounds the decoded body of a project-config or public-key
+// query: Relay's largest (500 keys with their revisions) is under 100 KB,
+// and decoding a list of millions of tiny keys at once would cost many
+// times the body in memory.
+const maxQueryBytes = 1 << 20
+
+// decodeQuery decodes a project-config or public-key query body into v.
+func decodeQuery(body []byte, v any, what string) *httpError {
+	if len(body) > maxQueryBytes {
+		return newError(http.StatusRequestEntityTooLarge, "too_large_query", what+" too large",
+			fmt.Sprintf("%d bytes > limit %d", len(body), maxQueryBytes))
+	}
+	return decodeJSON(body, v, what)
+}
+
+// decodeJSON decodes a JSON request body into v.
+func decodeJSON(body []byte, v any, what string) *httpError {
+	if err := json.Unmarshal(body, v); err != nil {
+		return newError(http.StatusBadRequest, "bad_json", "invalid JSON in "+what, err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package upstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/relayload/relayload/projects"
+)
+
+// statusWriter records the status for request statistics and gives the
+// answer its write deadline as it starts.
+type statusWriter struct {
+	http.ResponseWriter
+	status     int
+	lim        *httpLimits
+	writeStart time.Time
+	answer     [envelopeAnswerLen]byte // the envelope sink's answer
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+		w.startWriteDeadline()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+		w.startWriteDeadline()
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (hijack).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// protocolRoute reports whether faults apply to the route: everything Relay
+// talks to, never the harness's own /stats, /projects and /control.
+func protocolRoute(r int) bool {
+	return r <= routeLive || r == routeNotFound
+}
+
+// acquire pins the current counter generation for one request: ResetStats
+// waits until no request holds the generation it replaced, so every request
+// is counted entirely in one generation and no increment is lost.
+func (s *Server) acquire() *counters {
+	for {
+		c := s.stats.Load()
+		c.inflight.Add(1)
+		if s.stats.Load() == c {
+			return c
+		}
+		c.inflight.Add(-1)
+	}
+}
+
+// serveHTTP routes a request (router.lookup) and serves it.
+func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
+	r, projectID := s.routes.lookup(req.URL.Path)
+	s.serveRoute(rw, req, r, projectID)
+}
+
+// serveRoute serves a request for route r: it pins the counter generation,
+// records the answer's status under the route, recovers a panic (counted,
+// answered 500 in Relay's error form), applies faults to the Relay-facing
+// routes and calls the route's handler.
+func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, projectID string) {
+	c := s.acquire()
+	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
+	w, _ := s.writers.Get().(*statusWriter)
+	if w == nil {
+		w = new(statusWriter)
+	}
+	w.ResponseWriter, w.status, w.lim = rw, 0, &s.limits
+	markServing(req)
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			c.panics.Add(1)
+			if w.status == 0 {
+				s.writeError(w, c, newError(http.StatusInternalServerError, "panic", "internal error", fmt.Sprint(p)))
+			}
+		}
+		// Status 0: the connection was dropped without an answer (reset
+		// and outage faults).
+		if status := w.status; status >= 0 && status < 600 {
+			c.requests[r][status].Add(1)
+		}
+		w.ResponseWriter = nil
+		s.writers.Put(w)
+	}()
+	if s.hook != nil {
+		s.hook(req)
+	}
+	if protocolRoute(r) {
+		if done := s.applyFaults(w, req, r, c); done {
+			return
+		}
+	}
+	switch r {
+	case routeEnvelope:
+		s.handleEnvelope(w, req, c, projectID)
+	case routeChallenge:
+		s.handleChallenge(w, req, c)
+	case routeResponse:
+		s.handleResponse(w, req, c)
+	case routeProjectConfigs:
+		s.handleProjectConfigs(w, req, c)
+	case routePublicKeys:
+		s.handlePublicKeys(w, req, c)
+	case routeMetrics:
+		s.handleMetrics(w, req, c)
+	case routeOutcomes:
+		s.handleLegacyOutcomes(w, req, c)
+	case routeLive:
+		writeRawJSON(w, http.StatusOK, []byte(`{"is_healthy":true}`))
+	case routeStats:
+		s.handleStats(w, req, c)
+	case routeStatsReset:
+		if e := s.controlRefused(req); e != nil {
+			s.writeError(w, c, e)
+			return
+		}
+		if req.Method != http.MethodPost {
+			s.writeError(w, c, methodNotAllowed(req))
+			return
+		}
+		// Release the old generation (ResetStats waits for it), count the
+		// reset request itself in the new one.
+		c.inflight.Add(-1)
+		st := s.ResetStats()
+		c = s.acquire()
+		writeJSON(w, http.StatusOK, st)
+	case routeProjects:
+		s.handleProjects(w, req, c)
+	case routeControl:
+		if e := s.controlRefused(req); e != nil {
+			s.writeError(w, c, e)
+			return
+		}
+		s.handleControl(w, req, c)
+	case routeStore:
+		s.writeError(w, c, newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/"))
+	default:
+		s.writeError(w, c, newError(http.StatusNotFound, "unknown_route", "unknown route", req.Method+" "+req.URL.Path))
+	}
+}
+
+func methodNotAllowed(req *http.Request) *httpError {
+	return newError(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed", req.Method+" "+req.URL.Path)
+}
+
+// handleStats serves GET /stats (JSON or Prometheus text).
+func (s *Server) handleStats(w http.ResponseWriter, req *http.Request, c *counters) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		s.writeError(w, c, methodNotAllowed(req))
+		return
+	}
+	st := s.Stats()
+	st.InFlight-- // not this request
+	switch f := req.URL.Query().Get("format"); f {
+	case "", "json":
+		writeJSON(w, http.StatusOK, st)
+	case "prometheus", "prom", "text":
+		b := st.AppendPrometheus(nil)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+	default:
+		s.writeError(w, c, newError(http.StatusBadRequest, "bad_stats_format", "unknown format", "want json or prometheus, got "+f))
+	}
+}
+
+// ProjectDSN is one entry of GET /projects.
+type ProjectDSN struct {
+	projects.Project
+	DSN string `json:"dsn"`
+}
+
+// projectsChunk is how much of the /projects list is encoded before it is
+// written: the list is streamed, so an answer that is not read holds this
+// much, not the whole list (tens of MB for 100k projects).
+const projectsChunk = 32 << 10
+
+// handleProjects serves GET /projects: every project with its DSN for the
+// origin, streamed as one JSON array under a write deadline that grows with
+// what was written (HTTPWriteTimeout + size at HTTPMinWriteRate).
+func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *counters) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		s.writeError(w, c, methodNotAllowed(req))
+		return
+	}
+	origin := req.URL.Query().Get("origin")
+	if origin == "" {
+		origin = "http://" + req.Host
+	}
+	// The origin alone decides whether a DSN can be made.
+	if _, err := s.cfg.Projects[0].DSN(origin); err != nil {
+		s.writeError(w, c, newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error()))
+		return
+	}
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	sw, _ := w.(*statusWriter)
+	rc := http.NewResponseController(w)
+	buf := append(make([]byte, 0, projectsChunk+1024), '[')
+	var written int64
+	flush := func() bool {
+		if sw != nil {
+			sw.extendWriteDeadline(written + int64(len(buf)))
+		}
+		n, err := w.Write(buf)
+		written += int64(n)
+		buf = buf[:0]
+		if err == nil {
+			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+				err = ferr
+			}
+		}
+		return err == nil
+	}
+	for i, p := range s.cfg.Projects {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		dsn, _ := p.DSN(origin)
+		b, err := json.Marshal(ProjectDSN{Project: p, DSN: dsn})
+		if err != nil {
+			return // cannot happen: the fields are strings and integers
+		}
+		buf = append(buf, b...)
+		if len(buf) >= projectsChunk && !flush() {
+			return // the client did not read in time or has gone
+		}
+	}
+	buf = append(buf, ']')
+	flush()
+}
