@@ -238,7 +238,7 @@ func (s *Server) signedQuery(w http.ResponseWriter, req *http.Request, c *counte
 		s.writeError(w, c, e)
 		return nil, nil, nil, false
 	}
-	rl, e := s.authRelay(req, c, body, false)
+	rl, e := s.authRelay(req, c, body)
 	if e != nil {
 		release()
 		s.writeError(w, c, e)

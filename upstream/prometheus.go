@@ -26,8 +26,7 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 	p.counter("config_keys_unknown_total", "Unknown project keys (omitted).", st.ConfigRequests.Unknown)
 
 	p.labelled("signatures_total", "Relay signature checks by result.", "result", map[string]int64{
-		"verified": st.Signatures.Verified, "cache_hit": st.Signatures.CacheHits,
-		"sampled_out": st.Signatures.SampledOut, "not_checked": st.Signatures.NotChecked,
+		"verified": st.Signatures.Verified, "not_checked": st.Signatures.NotChecked,
 	})
 
 	p.counter("envelopes_total", "Envelopes accepted by the sink.", st.Envelopes)

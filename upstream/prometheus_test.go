@@ -17,7 +17,7 @@ func richStats() Stats {
 		UptimeSeconds: 12.5, SinceResetSeconds: 3.25,
 		Registrations:  Registrations{Challenges: 3, Responses: 2, Failures: map[string]int64{"bad_signature": 1, "expired_token": 4}},
 		ConfigRequests: ConfigRequests{Global: 5, GlobalPending: 1, Project: 6, KeysServed: 70, Pending: 8, Unchanged: 9, Unknown: 10},
-		Signatures:     Signatures{Verified: 11, CacheHits: 12, SampledOut: 13, NotChecked: 14},
+		Signatures:     Signatures{Verified: 11, NotChecked: 14},
 		Envelopes:      15, EnvelopesBySender: map[string]int64{"relay": 10, "sdk": 5},
 		ItemsByType:   map[string]int64{"event": 16, "log": 17, "other": 1},
 		RecordsByType: map[string]int64{"event": 16, "log": 170, "other": 1},
@@ -196,8 +196,6 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/metric_buckets": "metric_buckets_total",
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
 		"/outcomes/folded":          "outcomes_folded_total",
-		"/batched_forwards/checked": "batched_forwards_checked_total", "/batched_forwards/failed_after_answer": "batched_forwards_failed_after_answer_total",
-		"/batched_forwards/hold_full": "batched_forwards_hold_full_total", "/batched_forwards/largest_check": "batched_forwards_largest_check",
 		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
 	}
 	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}
@@ -209,7 +207,7 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/errors": {"errors_total", "reason"}, "/faults_injected": {"faults_injected_total", "fault"},
 		"/http_layer/rejected": {"http_layer_rejected_total", "status"}, "/http_layer/error_log": {"http_error_log_total", "class"},
 	}
-	signatures := map[string]string{"verified": "verified", "cache_hits": "cache_hit", "sampled_out": "sampled_out", "not_checked": "not_checked"}
+	signatures := map[string]string{"verified": "verified", "not_checked": "not_checked"}
 	bytesMetric := map[string]string{"requests": "bodies_total", "wire": "wire_bytes_total", "decoded": "decoded_bytes_total"}
 	aggregates := map[string]string{"by_outcome": "outcome", "by_category": "category", "by_reason": "reason"}
 

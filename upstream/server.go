@@ -26,28 +26,11 @@
 // orchestrate both use. /control and /stats/reset answer only the clients
 // in Config.ControlFrom (loopback by default).
 //
-// # Envelope signatures
+// # Signatures
 //
-// Relay signs every forwarded envelope over empty data: the signature only
-// proves key possession and time (docs/protocol.md, Signatures). An Ed25519
-// verification costs about 36 µs on the reference machine, more than half of
-// the sink's per-envelope CPU budget, so the sink
-//
-//   - caches verified signature values per relay: an identical
-//     X-Sentry-Relay-Signature value for the same relay id and key covers the
-//     same bytes (header ‖ 0x00 ‖ empty data), so it verifies identically;
-//     the entry expires when the signed timestamp ages past the max age, so
-//     a replayed value is rejected exactly when a fresh verification would
-//     reject it. Relay itself signs each request afresh (the timestamp has
-//     microsecond precision), so this cache only hits for clients that reuse
-//     a signature value within its max age (load drivers, the stand-in relay);
-//   - with Config.VerifyEnvelopeEvery = N > 1, fully verifies only every Nth
-//     uncached envelope signature; the others are checked for form, relay id
-//     and age only (counted as Signatures.SampledOut). N = 1 (default)
-//     verifies every uncached signature.
-//
-// JSON queries (registration, configs, outcomes, metrics) are always verified
-// in full over their body when Config.VerifySignatures is on.
+// Every relay request after registration is verified in full (Ed25519) when
+// Config.VerifySignatures is on: an envelope's signature over empty data,
+// as Relay signs its forwards, and a JSON query's over its body.
 package upstream
 
 import (
@@ -103,9 +86,6 @@ type Config struct {
 	// RegistrationMaxAge bounds signature and token age in the registration
 	// steps (default 60 s, like Sentry). Negative: no age check.
 	RegistrationMaxAge time.Duration
-	// VerifyEnvelopeEvery N > 1 fully verifies only every Nth uncached
-	// envelope signature (see the package doc). 0 or 1: verify all.
-	VerifyEnvelopeEvery int
 
 	// AllowList, when true, lets only relays added with RegisterRelay (or
 	// Relays) register; otherwise any relay may register.
@@ -168,7 +148,6 @@ type Server struct {
 	bufs            sync.Pool // *[]byte
 	writers         sync.Pool // *statusWriter
 	sums            sync.Pool // *envelope.Summary
-	sampleN         atomic.Uint64
 	// slots (ingest slots) bound the requests that decode and scan a body
 	// at once: that work is CPU-bound, so a few per core lose nothing. A
 	// request takes one only once its whole body is in, so a body that
@@ -245,9 +224,6 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxDecodedBytes <= 0 {
 		cfg.MaxDecodedBytes = DefaultMaxDecodedBytes
-	}
-	if cfg.VerifyEnvelopeEvery < 1 {
-		cfg.VerifyEnvelopeEvery = 1
 	}
 	if cfg.PendingFor < 0 || cfg.PendingFor >= MaxPendingFor {
 		return nil, configerr.Errorf("PendingFor", "%s: want ≥ 0 and under %s (Relay gives up on pending keys after 30 s)", cfg.PendingFor, MaxPendingFor)

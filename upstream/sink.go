@@ -39,7 +39,7 @@ func (s *Server) sinkEnvelope(w *statusWriter, req *http.Request, c *counters, p
 	}
 	fromRelay := req.Header.Get("X-Sentry-Relay-Id") != ""
 	if fromRelay {
-		if _, e := s.authRelay(req, c, nil, true); e != nil {
+		if _, e := s.authRelay(req, c, nil); e != nil {
 			return e
 		}
 	}

@@ -188,11 +188,10 @@ type counters struct {
 	responses  atomic.Int64
 	regFail    reasonCounter
 
-	cfgGlobal, cfgProject                    atomic.Int64
-	keysServed, keysPending, keysUnchanged   atomic.Int64
-	keysUnknown, globalPendingServed         atomic.Int64
-	sigVerified, sigCacheHits, sigNotChecked atomic.Int64
-	sigSampledOut                            atomic.Int64
+	cfgGlobal, cfgProject                  atomic.Int64
+	keysServed, keysPending, keysUnchanged atomic.Int64
+	keysUnknown, globalPendingServed       atomic.Int64
+	sigVerified, sigNotChecked             atomic.Int64
 
 	metricBuckets atomic.Int64 // non-outcome buckets
 	outcomeMsgs   [4]atomic.Int64
@@ -423,8 +422,6 @@ type ConfigRequests struct {
 // Signatures counts how request signatures were checked.
 type Signatures struct {
 	Verified   int64 `json:"verified"`    // full Ed25519 verification succeeded
-	CacheHits  int64 `json:"cache_hits"`  // identical signature value seen and verified before
-	SampledOut int64 `json:"sampled_out"` // envelope signatures only checked for form and age (--verify-envelope-every)
 	NotChecked int64 `json:"not_checked"` // verification switched off
 }
 
@@ -532,8 +529,6 @@ func (c *counters) configRequests() ConfigRequests {
 func (c *counters) signatures() Signatures {
 	return Signatures{
 		Verified:   c.sigVerified.Load(),
-		CacheHits:  c.sigCacheHits.Load(),
-		SampledOut: c.sigSampledOut.Load(),
 		NotChecked: c.sigNotChecked.Load(),
 	}
 }

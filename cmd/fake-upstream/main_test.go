@@ -36,7 +36,6 @@ func TestBadFlags(t *testing.T) {
 		{"--fault", "outage=2h"},
 		{"--fault", "outage=1s:melt"},
 		{"--max-decoded-bytes", "lots"},
-		{"--verify-envelope-every", "0"},
 		{"--quota", "errors:0"}, // blast's kind, not Relay's data category
 		{"--http-server", "fasthttp"},
 		{"--relay-credentials", "/nonexistent/credentials.json"},

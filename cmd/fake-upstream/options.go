@@ -21,7 +21,6 @@ type options struct {
 	verify         bool
 	sigMaxAge      time.Duration
 	regMaxAge      time.Duration
-	verifyEvery    int
 	denyRelays     bool
 	pendingFor     time.Duration
 	quotasFile     string
@@ -50,7 +49,6 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.BoolVar(&o.verify, "verify-signatures", true, "verify X-Sentry-Relay-Signature on every relay request (false: accept any, like mini_sentry)")
 	fs.DurationVar(&o.sigMaxAge, "signature-max-age", upstream.DefaultMaxSignatureAge, "maximum age of relay request signatures after registration")
 	fs.DurationVar(&o.regMaxAge, "registration-max-age", upstream.DefaultRegistrationMaxAge, "maximum age of signatures and tokens during registration")
-	fs.IntVar(&o.verifyEvery, "verify-envelope-every", 1, "fully verify only every Nth uncached envelope signature; the rest are checked for form and age only (Ed25519 verify costs ~36 µs)")
 	fs.BoolVar(&o.denyRelays, "deny-relays", false, "answer every registration with 403 {\"relay\":\"stop\"} (Relay stops for good)")
 	fs.DurationVar(&o.pendingFor, "pending-for", 0, "answer each project key as pending until this long after its first request (< 25s)")
 	fs.StringVar(&o.quotasFile, "quotas", "", "JSON file with a list of quota objects added to every project config")
@@ -83,7 +81,6 @@ func (o *options) config() (upstream.Config, error) {
 		VerifySignatures:    o.verify,
 		MaxSignatureAge:     o.sigMaxAge,
 		RegistrationMaxAge:  o.regMaxAge,
-		VerifyEnvelopeEvery: o.verifyEvery,
 		DenyRelays:          o.denyRelays,
 		PendingFor:          o.pendingFor,
 		InboundFilters:      o.inboundFilters,
@@ -91,9 +88,6 @@ func (o *options) config() (upstream.Config, error) {
 		MaxDecodedBytes:     o.maxDecoded,
 		Seed:                o.seed,
 		Addr:                o.listen,
-	}
-	if o.verifyEvery < 1 {
-		return cfg, fmt.Errorf("--verify-envelope-every %d: want ≥ 1", o.verifyEvery)
 	}
 	if o.nProjects < 1 {
 		return cfg, fmt.Errorf("--projects %d: want 1..100000", o.nProjects)

@@ -20,8 +20,8 @@ type options struct {
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
 	statsdListen, mix, encoding, out, baseline, failOn               string
 
-	concurrency, verifyN, rounds, userAgents, poolSize, projects, maxInflight, probes int
-	seed                                                                              uint64
+	concurrency, rounds, userAgents, poolSize, projects, maxInflight, probes int
+	seed                                                                     uint64
 
 	duration, warmup, idle, readyTO, shutTO, warmTO, drainTO, maxCatchUp, maxP99, timeout time.Duration
 
@@ -41,7 +41,6 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.maxCatchUp, "max-catch-up", orchestrate.DefaultMaxCatchUp, "a step kept up only if the last envelope reached the upstream within this after blast ended")
 	fs.StringVar(&o.quotasFile, "quotas", "", "JSON file with a list of quota objects for every project of the fake upstream")
 	fs.Var(&o.quotas, "quota", "quota 'CATEGORIES[:LIMIT[:REASON]]' for every project of the fake upstream (repeatable; quote it: ';' separates categories), e.g. 'transaction:0'")
-	fs.IntVar(&o.verifyN, "verify-envelope-every", orchestrate.DefaultVerifyEnvelopeEvery, "fully verify the signature of every Nth envelope Relay forwards, form and age on the rest (1: all)")
 	fs.BoolVar(&o.inbound, "inbound-filters", false, "turn on the fake upstream's inbound filters (web crawlers, legacy browsers, localhost, browser extensions)")
 	fs.DurationVar(&o.duration, "duration", orchestrate.DefaultDuration, "measured window per step")
 	fs.DurationVar(&o.warmup, "warmup", orchestrate.DefaultWarmup, "blast warm-up before the measured window, discarded (0: none)")
@@ -95,7 +94,7 @@ func flagNames() map[string]string {
 		"RelayCPUs": "--relay-cpus", "HarnessCPUs": "--harness-cpus", "RelayConfig": "--relay-config",
 		"RelayLogLevel": "--relay-log-level", "Perf": "--perf", "CallGraph": "--call-graph", "PerfHarness": "--perf-harness", "StatsD": "--statsd",
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
-		"InboundFilters": "--inbound-filters", "VerifyEnvelopeEvery": "--verify-envelope-every", "WorkDir": "TMPDIR",
+		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on",
 	}
 }
@@ -111,7 +110,7 @@ func (o *options) config() (orchestrate.Config, error) {
 		RelayCPUs: o.relayCPUs, HarnessCPUs: o.harnCPUs, RelayLogLevel: o.logLevel, StatsD: o.statsdAddr,
 		StatsDListen: o.statsdListen, StatsDMetrics: o.metrics, Keep: o.keep, MaxP99: o.maxP99,
 		MaxInflight: o.maxInflight, Timeout: o.timeout, Concurrency: o.concurrency, MaxCatchUp: o.maxCatchUp,
-		InboundFilters: o.inbound, VerifyEnvelopeEvery: o.verifyN, FindMaxProbes: o.probes,
+		InboundFilters: o.inbound, FindMaxProbes: o.probes,
 	}
 	for _, d := range []struct {
 		name string
@@ -125,7 +124,7 @@ func (o *options) config() (orchestrate.Config, error) {
 	for _, n := range []struct {
 		name   string
 		v, min int
-	}{{"--rounds", o.rounds, 1}, {"--concurrency", o.concurrency, 1}, {"--verify-envelope-every", o.verifyN, 1},
+	}{{"--rounds", o.rounds, 1}, {"--concurrency", o.concurrency, 1},
 		{"--user-agents", o.userAgents, 1}, {"--pool", o.poolSize, 1}, {"--projects", o.projects, 1}, {"--find-max-probes", o.probes, 2}} {
 		if err := cli.AtLeast(n.name, n.v, n.min); err != nil {
 			return cfg, err

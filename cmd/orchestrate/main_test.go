@@ -30,7 +30,6 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{[]string{"--rates", "100", "--rounds", "0"}, "--rounds 0: want 1 or more"},
 		{[]string{"--rates", "100", "--pool", "0"}, "--pool 0: want 1 or more"},
 		{[]string{"--rates", "100", "--projects", "0"}, "--projects 0: want 1 or more"},
-		{[]string{"--rates", "100", "--verify-envelope-every", "0"}, "--verify-envelope-every 0: want 1 or more"},
 		{[]string{"--rates", "100", "--max-relay-rss", "lots"}, `--max-relay-rss "lots": want a size`},
 		{[]string{"--rates", "100", "--rounds", "500"}, "--rounds: 500: want 1..100"},
 		{[]string{"--rates", "100", "--mix", "errors=x"}, "--mix"},

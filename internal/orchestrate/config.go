@@ -48,11 +48,6 @@ const (
 	DefaultMaxCatchUp = 3 * time.Second
 	// DefaultConcurrency is the closed-loop senders of a RateMax step.
 	DefaultConcurrency = 64
-	// DefaultVerifyEnvelopeEvery: the fake upstream fully verifies every
-	// 16th forwarded envelope's signature and checks form and age on the
-	// rest (Relay signs every request anew; verifying each was 18% of the
-	// harness's CPU at 600/s).
-	DefaultVerifyEnvelopeEvery = 16
 	// DefaultMaxRelayRSS stops blast when Relay's RSS passes it, so that a
 	// Relay that buffers everything cannot take the machine down.
 	DefaultMaxRelayRSS = 4 << 30
@@ -159,11 +154,6 @@ type Config struct {
 	// filters on.
 	Quotas         []json.RawMessage
 	InboundFilters bool
-	// VerifyEnvelopeEvery N: the fake upstream fully verifies the
-	// signature of every Nth envelope Relay forwards and checks form and
-	// age on the others (default 16; 1: every one). Registration and
-	// config requests are always verified.
-	VerifyEnvelopeEvery int
 
 	// Keep leaves the work directory (configs, logs) in place.
 	Keep bool
@@ -321,12 +311,6 @@ func (c *Config) checkTraffic() error {
 }
 
 func (c *Config) checkRelayOptions() error {
-	if c.VerifyEnvelopeEvery == 0 {
-		c.VerifyEnvelopeEvery = DefaultVerifyEnvelopeEvery
-	}
-	if c.VerifyEnvelopeEvery < 1 {
-		return configerr.Errorf("VerifyEnvelopeEvery", "%d: want 1 or more", c.VerifyEnvelopeEvery)
-	}
 	if c.MaxRelayRSS == 0 {
 		c.MaxRelayRSS = DefaultMaxRelayRSS
 	}

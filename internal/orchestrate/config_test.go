@@ -41,7 +41,6 @@ func TestConfigValidation(t *testing.T) {
 		{"negative rate", func(c *Config) { c.Rates = []float64{-5} }, "rate -5"},
 		{"find-max with max", func(c *Config) { c.FindMax, c.Rates = true, []float64{100, RateMax} }, "max is not one"},
 		{"bad concurrency", func(c *Config) { c.Concurrency = -1 }, "Concurrency: -1: want 1..10000"},
-		{"bad verify sampling", func(c *Config) { c.VerifyEnvelopeEvery = -2 }, "VerifyEnvelopeEvery: -2: want 1 or more"},
 		{"find-max one bound", func(c *Config) { c.FindMax = true }, "FindMax: wants two Rates, the bounds (e.g. 100,5000)"},
 		{"dup build", func(c *Config) { c.Builds = []Build{{Name: "a", Bin: "/x"}, {Name: "a", Bin: "/y"}} }, "used twice"},
 		{"bad build name", func(c *Config) { c.Builds = []Build{{Name: "a b", Bin: "/x"}} }, "build name"},
@@ -73,7 +72,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	c, err := ok.withDefaults()
 	if err != nil || !c.Harness() || c.Duration != DefaultDuration || c.Rounds != 1 || c.Builds[0].Name != "harness" ||
-		c.Concurrency != DefaultConcurrency || c.VerifyEnvelopeEvery != DefaultVerifyEnvelopeEvery || c.MaxRelayRSS != DefaultMaxRelayRSS || c.MaxCatchUp != DefaultMaxCatchUp {
+		c.Concurrency != DefaultConcurrency || c.MaxRelayRSS != DefaultMaxRelayRSS || c.MaxCatchUp != DefaultMaxCatchUp {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	if _, err := (Config{Rates: []float64{RateMax, 200}}).withDefaults(); err != nil {

@@ -67,9 +67,6 @@ type Setup struct {
 	PoolBytes     map[string]int64 `json:"pool_bytes,omitempty"`
 	RelayConfig   map[string]any   `json:"relay_config_overrides,omitempty"`
 	StatsDMetrics []string         `json:"statsd_metrics,omitempty"`
-	// VerifyEnvelopeEvery: every Nth forwarded envelope's signature fully
-	// verified, the rest checked for form and age.
-	VerifyEnvelopeEvery int               `json:"verify_envelope_every,omitempty"`
 	Extra               map[string]string `json:"extra,omitempty"`
 }
 
@@ -207,8 +204,7 @@ type UpstreamSeen struct {
 	// scanned. Without Relay (the harness) nothing scrubs, so every canary
 	// arrives as planted.
 	Canaries upstream.Canaries `json:"canaries"`
-	// Signatures is how Relay's request signatures were checked: fully
-	// verified, or (Config.VerifyEnvelopeEvery) for form and age only.
+	// Signatures counts Relay's request signatures verified.
 	Signatures upstream.Signatures `json:"signatures"`
 }
 

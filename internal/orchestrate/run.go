@@ -131,7 +131,6 @@ func (r *runner) newReport(harnessCPUs string) *Report {
 		StatsDMetrics: cfg.StatsDMetrics, HarnessProcs: runtime.GOMAXPROCS(0), HarnessSysmon: sysmonState(),
 	}
 	if !cfg.Harness() {
-		rep.Setup.VerifyEnvelopeEvery = cfg.VerifyEnvelopeEvery
 	}
 	if rep.Setup.Encoding == "" {
 		rep.Setup.Encoding = string(compression.Identity)

@@ -196,7 +196,7 @@ func (s *step) makeDir() error {
 func (s *step) startUpstream() error {
 	up, err := upstream.Start(upstream.Config{
 		Projects: s.r.projects, VerifySignatures: !s.harness, AllowList: !s.harness, Seed: s.cfg.Seed,
-		Quotas: s.cfg.Quotas, InboundFilters: s.cfg.InboundFilters, VerifyEnvelopeEvery: s.cfg.VerifyEnvelopeEvery,
+		Quotas: s.cfg.Quotas, InboundFilters: s.cfg.InboundFilters,
 	})
 	if err != nil {
 		return fmt.Errorf("fake upstream: %w", err)
