@@ -195,7 +195,7 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/config_requests/pending": "config_keys_pending_total", "/config_requests/unchanged": "config_keys_unchanged_total",
 		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/metric_buckets": "metric_buckets_total",
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
-		"/outcomes/folded":          "outcomes_folded_total",
+		"/outcomes/folded":        "outcomes_folded_total",
 		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
 	}
 	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}

@@ -77,17 +77,17 @@ func (o *options) config() (upstream.Config, error) {
 		return upstream.Config{}, err
 	}
 	cfg := upstream.Config{
-		Projects:            ps,
-		VerifySignatures:    o.verify,
-		MaxSignatureAge:     o.sigMaxAge,
-		RegistrationMaxAge:  o.regMaxAge,
-		DenyRelays:          o.denyRelays,
-		PendingFor:          o.pendingFor,
-		InboundFilters:      o.inboundFilters,
-		MaxWireBytes:        o.maxWire,
-		MaxDecodedBytes:     o.maxDecoded,
-		Seed:                o.seed,
-		Addr:                o.listen,
+		Projects:           ps,
+		VerifySignatures:   o.verify,
+		MaxSignatureAge:    o.sigMaxAge,
+		RegistrationMaxAge: o.regMaxAge,
+		DenyRelays:         o.denyRelays,
+		PendingFor:         o.pendingFor,
+		InboundFilters:     o.inboundFilters,
+		MaxWireBytes:       o.maxWire,
+		MaxDecodedBytes:    o.maxDecoded,
+		Seed:               o.seed,
+		Addr:               o.listen,
 	}
 	if o.nProjects < 1 {
 		return cfg, fmt.Errorf("--projects %d: want 1..100000", o.nProjects)

@@ -62,12 +62,12 @@ type Setup struct {
 	// HarnessSysmon is how orchestrate's Go runtime ran: SysmonQuiet
 	// (started with GODEBUG schedtrace set, see QuietSysmon) or
 	// SysmonDefault.
-	HarnessSysmon string           `json:"harness_sysmon,omitempty"`
-	Fault         *Fault           `json:"fault,omitempty"`
-	PoolBytes     map[string]int64 `json:"pool_bytes,omitempty"`
-	RelayConfig   map[string]any   `json:"relay_config_overrides,omitempty"`
-	StatsDMetrics []string         `json:"statsd_metrics,omitempty"`
-	Extra               map[string]string `json:"extra,omitempty"`
+	HarnessSysmon string            `json:"harness_sysmon,omitempty"`
+	Fault         *Fault            `json:"fault,omitempty"`
+	PoolBytes     map[string]int64  `json:"pool_bytes,omitempty"`
+	RelayConfig   map[string]any    `json:"relay_config_overrides,omitempty"`
+	StatsDMetrics []string          `json:"statsd_metrics,omitempty"`
+	Extra         map[string]string `json:"extra,omitempty"`
 }
 
 // Step is one fresh Relay (or harness) measured at one rate.
