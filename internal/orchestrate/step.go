@@ -10,14 +10,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
-	"github.com/relayload/relayload/internal/profile"
 	"github.com/relayload/relayload/relayauth"
 	"github.com/relayload/relayload/upstream"
 )
@@ -41,46 +39,46 @@ const shutdownMargin = 5 * time.Second
 // errRelayExited cancels a step's context when Relay dies under it.
 var errRelayExited = errors.New("relay exited")
 
-// upPoint is the fake upstream's forwarded (data) envelopes at one moment.
-type upPoint struct {
-	at        time.Time
-	envelopes int64
-}
-
 // step is one build measured at one rate. runStep runs its phases in
-// order; each fills its part of the Step and returns an error that ends
-// the step. close undoes whatever was started, whichever phase ended it.
+// order (phases); each fills its part of the Step and returns an error that
+// ends the step. What a phase leaves for the later ones is in the fields
+// below, grouped by the phase that sets them. close undoes whatever was
+// started, whichever phase ended it. The measured window's readings are in
+// window.go, the drain loop in drain.go, the step's figures in collect.go.
 type step struct {
 	r       *runner
 	cfg     *Config
 	st      *Step
 	build   Build
 	harness bool
-	dir     string
 
 	parent context.Context // the run's: its end is an interrupt
 	ctx    context.Context // also ends when Relay exits under the step
 	cancel context.CancelCauseFunc
 
-	up     *upstream.Server
-	origin string // the fake upstream
-	target string // where blast sends: Relay, or the fake upstream
+	dir string // "work dir"
 
+	up     *upstream.Server // "fake upstream"
+	target string           // where blast sends: the fake upstream, then Relay ("relay start")
+
+	// "relay start"
 	proc     *relayproc.Process
 	stopping atomic.Bool
 	stopped  bool
 	grace    time.Duration // SIGTERM → SIGKILL
 	selfRSS  uint64        // orchestrate's RSS when Relay was started
-	sampler  *relayproc.Sampler
 
-	// The measured window and the drain.
+	sampler *relayproc.Sampler // "sampler"
+
+	// "measured window"
 	watch      watch
 	blastStart time.Time
 	atBlast    relayproc.Sample // sampler reading at blast's start
 	res        *blast.Result
 	blastEnd   time.Time
-	atDrainEnd relayproc.Sample
 	faults     faultWatch
+
+	atDrainEnd relayproc.Sample // "drain"
 }
 
 func newStep(ctx context.Context, r *runner, st *Step, b Build) *step {
@@ -202,8 +200,7 @@ func (s *step) startUpstream() error {
 		return fmt.Errorf("fake upstream: %w", err)
 	}
 	s.up = up
-	s.origin = up.URL
-	s.target = s.origin
+	s.target = up.URL
 	return nil
 }
 
@@ -232,7 +229,7 @@ func (s *step) startRelay() error {
 		statsdAddr = s.r.statsd.Addr()
 	}
 	conf := relayconfig.Merge(relayconfig.Default(relayconfig.Options{
-		Upstream: s.origin + "/", Host: "127.0.0.1", Port: port, LogLevel: s.cfg.RelayLogLevel,
+		Upstream: s.up.URL + "/", Host: "127.0.0.1", Port: port, LogLevel: s.cfg.RelayLogLevel,
 		Threads: s.r.threads, StatsD: statsdAddr,
 	}), s.cfg.RelayConfig)
 	host, port := relayAddr(conf, port)
@@ -404,130 +401,6 @@ func (s *step) measure() error {
 	return s.check()
 }
 
-// window is what starts with the measured window (after blast's warm-up):
-// the CPU readings of Relay and of orchestrate itself (the harness, whose
-// CPU is CPU Relay could not use), the StatsD reset and perf; and the
-// fault at its offset. close ends it and fills the step's window CPU.
-type window struct {
-	s      *step
-	self   *relayproc.Sampler // orchestrate; nil for the harness (it is s.sampler)
-	timers []*time.Timer
-
-	mu              sync.Mutex
-	relayA, selfA   relayproc.Sample
-	relayOK, selfOK bool
-	perf            *perfRun
-	harnessPerf     *perfRun // orchestrate itself (Config.PerfHarness)
-	closed          bool
-}
-
-func (s *step) openWindow() *window {
-	w := &window{s: s}
-	if !s.harness {
-		w.self, _ = relayproc.NewSampler(os.Getpid())
-	}
-	w.timers = append(w.timers, time.AfterFunc(s.cfg.Warmup, w.begin))
-	if f := s.cfg.Fault; f != nil {
-		w.timers = append(w.timers,
-			time.AfterFunc(s.cfg.Warmup+f.Start, func() { s.faults.begin(s.up, f) }),
-			time.AfterFunc(s.cfg.Warmup+f.Start+f.Duration, func() { s.faults.end(s.up) }))
-	}
-	return w
-}
-
-// read takes a reading of Relay and of orchestrate.
-func (w *window) read() (relay, self relayproc.Sample, relayOK, selfOK bool) {
-	relay, err := w.s.sampler.Read()
-	relayOK = err == nil
-	if w.self != nil {
-		self, err = w.self.Read()
-		selfOK = err == nil
-	}
-	return relay, self, relayOK, selfOK
-}
-
-func (w *window) begin() {
-	s := w.s
-	relay, self, relayOK, selfOK := w.read()
-	w.mu.Lock()
-	w.relayA, w.selfA, w.relayOK, w.selfOK = relay, self, relayOK, selfOK
-	w.mu.Unlock()
-	if s.r.statsd != nil {
-		s.r.statsd.Reset()
-	}
-	if s.r.perf == nil {
-		return
-	}
-	file := s.r.perfFile(s.st)
-	var wg sync.WaitGroup
-	if s.cfg.PerfHarness {
-		// perf takes a while to attach: both start at once.
-		wg.Go(func() {
-			w.startPerf(s.r.perf.startHarness, os.Getpid(), harnessPerfFile(file), &s.st.HarnessPerf, &w.harnessPerf)
-		})
-	}
-	w.startPerf(s.r.perf.start, s.sampler.PID(), file, &s.st.Perf, &w.perf)
-	wg.Wait()
-}
-
-// startPerf records pid into file: the running recording goes to *run, or
-// the record of a failed (or too late) start to *rec.
-func (w *window) startPerf(start func(int, string) (*perfRun, error), pid int, file string, rec **PerfRecord, run **perfRun) {
-	p, err := start(pid, file)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case err != nil:
-		*rec = &PerfRecord{File: file, Note: err.Error()}
-	case w.closed: // the step ended while perf started
-		*rec = p.stop(500 * time.Millisecond)
-	default:
-		*run = p
-	}
-}
-
-// close stops the timers, perf and the fault, and sets the window's CPU;
-// it may be called more than once.
-func (w *window) close() {
-	for _, t := range w.timers {
-		t.Stop()
-	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return
-	}
-	w.closed = true
-	w.mu.Unlock()
-	relayB, selfB, relayOK, selfOK := w.read()
-	w.mu.Lock()
-	p, hp := w.perf, w.harnessPerf
-	w.perf, w.harnessPerf = nil, nil
-	cpu := &w.s.st.CPU
-	if w.relayOK && relayOK {
-		cpu.LoadCores = relayproc.Cores(w.relayA, relayB)
-		cpu.NetCores = cpu.LoadCores - cpu.IdleCores
-	}
-	if w.selfOK && selfOK {
-		cpu.HarnessCores = relayproc.Cores(w.selfA, selfB)
-		if cpu.LoadCores > 0 {
-			cpu.HarnessShare = 100 * cpu.HarnessCores / cpu.LoadCores
-		}
-	}
-	w.mu.Unlock()
-	grace := 3 * time.Second
-	if w.s.parent.Err() != nil {
-		grace = 500 * time.Millisecond
-	}
-	if p != nil {
-		w.s.st.Perf = p.stop(grace)
-	}
-	if hp != nil {
-		w.s.st.HarnessPerf = hp.stop(grace)
-	}
-	w.s.faults.end(w.s.up)
-}
-
 // fillLoad copies blast's figures into the step.
 func (s *step) fillLoad(res *blast.Result) {
 	st := s.st
@@ -624,241 +497,6 @@ func (s *step) stopRelay(grace time.Duration) {
 	s.st.CPU.UserSecs, s.st.CPU.SystemSecs = res.UserTime.Seconds(), res.SystemTime.Seconds()
 }
 
-// collect turns what the phases recorded into the step's figures: what
-// reached the upstream, the per-second series and the steady state, the
-// true cost per envelope, the 10 Hz series and the fault's effect.
-func (s *step) collect() {
-	st := s.st
-	final := s.up.Stats()
-	accepted := st.OK + st.warmOK
-	st.Upstream = UpstreamSeen{
-		Envelopes: final.Envelopes, Forwarded: final.DataEnvelopes, ItemsByType: final.ItemsByType,
-		Gap: accepted - final.DataEnvelopes, Outcomes: final.Outcomes.Rows, Requests: final.Requests,
-		Errors: final.Errors, Canaries: final.Canaries, Signatures: final.Signatures,
-	}
-	smp, _ := s.sampler.Samples()
-	samplesAt := s.blastStart.Sub(s.sampler.Start())
-	end := int(s.atDrainEnd.At-samplesAt+time.Second-1) / int(time.Second)
-	st.Seconds = secondsSeries(end, s.res.Windows, s.res.Start, final.Timeline, smp, samplesAt)
-	loss := 0.0
-	if st.Drain.Settled && accepted > 0 && st.Upstream.Gap > 0 {
-		loss = float64(st.Upstream.Gap) / float64(accepted)
-	}
-	from, to := windowSeconds(s.res)
-	if to-from < 2 && st.StoppedEarly != "" {
-		// Stopped before the measured window had two whole seconds (a
-		// Relay that buffers everything passes the RSS bound fast): judge
-		// what was sent, warm-up included.
-		from, to = 0, int((s.res.Warmup+s.res.Elapsed)/time.Second)
-		st.Notes = append(st.Notes, fmt.Sprintf("blast stopped %.1f s after it started, before the measured window had two whole seconds: the steady-state figures cover seconds 0–%d, blast's warm-up included",
-			(s.res.Warmup+s.res.Elapsed).Seconds(), to))
-	}
-	st.Steady = steadyState(st.Seconds, from, to, loss, smp, samplesAt)
-	if st.StoppedEarly != "" && st.Steady.Seconds > 0 {
-		st.AcceptedRate = st.Steady.AcceptedRate
-		var sent int64
-		for _, p := range st.Seconds[from:to] {
-			sent += p.Sent
-		}
-		st.AchievedRate = float64(sent) / float64(to-from)
-	}
-	if st.Drain.Settled {
-		st.Steady.CatchUp = st.Drain.LastForward
-	}
-	st.CPU.MsPerEnv, st.CPU.CostSpan, st.CPU.CostCPUSecs, st.CPU.CostEnvelopes = trueCost(s.atBlast, s.atDrainEnd, st.CPU.IdleCores, final.DataEnvelopes)
-	if n := costBelowIdle(st.CPU); n != "" {
-		st.Notes = append(st.Notes, n)
-	}
-	st.Series, st.CPU.PeakCores = series(smp, samplesAt)
-	for i := 1; i < len(smp); i++ {
-		st.Stall = max(st.Stall, smp[i].At-smp[i-1].At)
-	}
-	if st.Perf != nil && st.Perf.Exit == "ok" && s.r.perf != nil && s.parent.Err() == nil {
-		s.r.logf("  reading the perf recording back")
-		s.r.perf.analyze(s.parent, st.Perf, fmt.Sprintf("%s at %s (step %d)", s.build.Name, rateLabel(st.Rate), st.Index), profile.DefaultGroups())
-	}
-	if hp := st.HarnessPerf; hp != nil && hp.Exit == "ok" && s.parent.Err() == nil {
-		s.r.logf("  reading the harness's perf recording back")
-		s.r.perf.analyze(s.parent, hp, fmt.Sprintf("the harness at %s (step %d)", rateLabel(st.Rate), st.Index), harnessGroups())
-		if hp.Profile != nil {
-			if n := tooFewHarnessSamples(hp.Profile, st.CPU.HarnessCores, s.cfg.Duration.Seconds(), hp.Event); n != "" {
-				st.Notes = append(st.Notes, n)
-			} else {
-				st.CPU.HarnessSplit = splitHarness(hp.Profile, st.CPU.HarnessCores)
-			}
-		}
-	}
-	if s.cfg.Fault != nil {
-		st.Fault = s.faults.report(s.cfg.Fault, s.watch.forwarded(), s.res, s.res.Start.Add(s.res.Warmup), accepted)
-	}
-}
-
-// windowSeconds is the measured window in whole seconds since blast's
-// start: from the first second after the warm-up to the last whole second.
-func windowSeconds(res *blast.Result) (from, to int) {
-	from = int((res.Warmup + time.Second - 1) / time.Second)
-	to = int((res.Warmup + res.Elapsed) / time.Second)
-	return from, max(to, from)
-}
-
-// NoteCostBelowIdle begins the note a step carries when Relay used no more
-// CPU under load than at idle.
-const NoteCostBelowIdle = "Relay used no more CPU under load than at idle"
-
-// costBelowIdle is the note for a step whose load CPU over the cost span
-// was no more than its idle reading ("" otherwise): idle CPU is read over a
-// short window in 10 ms ticks, and at a low rate Relay's load falls within
-// that error, which makes the cost per envelope zero or negative.
-func costBelowIdle(c CPU) string {
-	if c.CostEnvelopes == 0 || c.CostSpan <= 0 || c.CostCPUSecs > 0 {
-		return ""
-	}
-	secs := c.CostSpan.Seconds()
-	return fmt.Sprintf(NoteCostBelowIdle+" (%.3f cores over %.1f s, idle %.3f): the cost per envelope (%.2f ms) is within the idle reading's error; lengthen --duration or --idle",
-		c.CostCPUSecs/secs+c.IdleCores, secs, c.IdleCores, c.MsPerEnv)
-}
-
-// trueCost is CPU per forwarded envelope from blast's start (a) until
-// forwarding settled (b), with idle CPU subtracted.
-func trueCost(a, b relayproc.Sample, idleCores float64, forwarded int64) (ms float64, span time.Duration, cpu float64, n int64) {
-	span = b.At - a.At
-	if span <= 0 || b.CPU == 0 {
-		return 0, 0, 0, forwarded
-	}
-	cpu = b.CPU - a.CPU - idleCores*span.Seconds()
-	if forwarded > 0 {
-		ms = cpu * 1000 / float64(forwarded)
-	}
-	return ms, span, cpu, forwarded
-}
-
-// watch samples Relay (CPU and RSS) and the upstream's forwarded count at
-// the sampling interval from blast's start to the drain's end, and calls
-// over once when Relay's RSS passes the limit (0: no limit). With up nil it
-// reads no counts.
-type watch struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	mu  sync.Mutex
-	fwd []upPoint
-}
-
-func (w *watch) start(smp *relayproc.Sampler, up *upstream.Server, interval time.Duration, limit uint64, over func(rss uint64, after time.Duration)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	start := time.Now()
-	tripped := false
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		smp.Run(ctx, interval, func(s relayproc.Sample) {
-			if up != nil {
-				w.mu.Lock()
-				w.fwd = append(w.fwd, upPoint{time.Now(), up.DataEnvelopes()})
-				w.mu.Unlock()
-			}
-			if limit > 0 && s.RSS > limit && !tripped {
-				tripped = true
-				over(s.RSS, time.Since(start))
-			}
-		})
-	}()
-}
-
-// stop ends sampling; it may be called more than once.
-func (w *watch) stop() {
-	if w.cancel != nil {
-		w.cancel()
-		w.wg.Wait()
-	}
-}
-
-// forwarded is the forwarded-envelopes series taken so far.
-func (w *watch) forwarded() []upPoint {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]upPoint(nil), w.fwd...)
-}
-
-// drain waits until the upstream's forwarded envelopes and outcomes have
-// not moved for a settle period (and, for the harness, every accepted
-// envelope arrived), at most DrainTimeout. LastForward is when data last
-// arrived, from blastEnd.
-func (r *runner) drain(ctx context.Context, up *upstream.Server, accepted int64, harness bool, blastEnd time.Time) Drain {
-	start := time.Now()
-	settle := 1500 * time.Millisecond // aggregator.bucket_interval (1 s) plus margin for outcome buckets
-	if harness {
-		settle = 200 * time.Millisecond
-	}
-	if r.cfg.Fault != nil {
-		settle = 3 * time.Second // Relay backs off after upstream failures
-	}
-	if r.cfg.settle > 0 {
-		settle = r.cfg.settle
-	}
-	deadline := time.NewTimer(r.cfg.DrainTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var lastEnv, lastData, lastOut int64 = -1, -1, -1
-	lastChange := time.Now()
-	var d Drain
-	for {
-		s := up.Stats()
-		var out int64
-		for _, n := range s.Outcomes.ByOutcome {
-			out += n
-		}
-		now := time.Now()
-		if s.DataEnvelopes != lastData {
-			if lastData >= 0 {
-				d.LastForward = now.Sub(blastEnd)
-			}
-			lastData = s.DataEnvelopes
-		}
-		if s.Envelopes != lastEnv || out != lastOut {
-			lastEnv, lastOut, lastChange = s.Envelopes, out, now
-		}
-		d.Took = now.Sub(start)
-		if harness && s.DataEnvelopes >= accepted || now.Sub(lastChange) >= settle {
-			d.Settled = true
-			return d
-		}
-		select {
-		case <-ctx.Done():
-			return d
-		case <-deadline.C:
-			d.Took = time.Since(start)
-			return d
-		case <-tick.C:
-		}
-	}
-}
-
-// series turns samples into chart points: seconds since blast started,
-// RSS in MiB, and cores over each sampling interval. It also returns the
-// highest 1 s average of cores.
-func series(smp []relayproc.Sample, offset time.Duration) ([]SeriesPoint, float64) {
-	out := make([]SeriesPoint, 0, len(smp))
-	peak := 0.0
-	j := 0
-	for i, s := range smp {
-		p := SeriesPoint{T: (s.At - offset).Seconds(), RSSMB: float64(s.RSS) / (1 << 20)}
-		if i > 0 {
-			p.Cores = relayproc.Cores(smp[i-1], s)
-		}
-		for j < i && s.At-smp[j].At > time.Second {
-			j++
-		}
-		if s.At-smp[j].At >= 900*time.Millisecond {
-			peak = max(peak, relayproc.Cores(smp[j], s))
-		}
-		out = append(out, p)
-	}
-	return out, peak
-}
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -892,28 +530,4 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-// rateName is a rate in file names: "300", "max".
-func rateName(r float64) string {
-	if r == RateMax {
-		return "max"
-	}
-	return strconv.FormatFloat(r, 'f', -1, 64)
-}
-
-// rateLabel is a rate in sentences: "300/s", "max".
-func rateLabel(r float64) string {
-	if r == RateMax {
-		return "max rate"
-	}
-	return strconv.FormatFloat(r, 'f', -1, 64) + "/s"
-}
-
-// mib formats bytes as MiB (or GiB from 1 GiB on).
-func mib(b uint64) string {
-	if b >= 1<<30 {
-		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
-	}
-	return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
 }

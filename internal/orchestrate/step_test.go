@@ -66,14 +66,14 @@ func TestStepPhases(t *testing.T) {
 		t.Errorf("work dir %q: %v", s.dir, err)
 	}
 	run("fake upstream")
-	resp, err := http.Get(s.origin + "/stats")
+	resp, err := http.Get(s.up.URL + "/stats")
 	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("fake upstream at %s: %v", s.origin, err)
+		t.Fatalf("fake upstream at %s: %v", s.up.URL, err)
 	}
 	resp.Body.Close()
 	run("relay start")
-	if s.proc != nil || s.target != s.origin {
-		t.Errorf("harness: proc %v, target %s (want the fake upstream %s)", s.proc, s.target, s.origin)
+	if s.proc != nil || s.target != s.up.URL {
+		t.Errorf("harness: proc %v, target %s (want the fake upstream %s)", s.proc, s.target, s.up.URL)
 	}
 	run("sampler")
 	if s.sampler == nil || s.sampler.PID() != os.Getpid() {
@@ -128,7 +128,7 @@ func TestStepPhases(t *testing.T) {
 		t.Errorf("verdict %s %v", st.Verdict, st.Reasons)
 	}
 	s.close()
-	if _, err := http.Get(s.origin + "/stats"); err == nil {
+	if _, err := http.Get(s.up.URL + "/stats"); err == nil {
 		t.Error("the fake upstream still answers after close")
 	}
 }
@@ -181,7 +181,7 @@ func TestStepRelayPhases(t *testing.T) {
 			t.Fatalf("%s: %v", p.name, err)
 		}
 	}
-	if s.proc == nil || s.sampler.PID() != s.proc.PID() || st.ReadyAfter <= 0 || s.target == s.origin {
+	if s.proc == nil || s.sampler.PID() != s.proc.PID() || st.ReadyAfter <= 0 || s.target == s.up.URL {
 		t.Fatalf("relay: proc %v, sampled pid %d, ready after %v, target %s", s.proc, s.sampler.PID(), st.ReadyAfter, s.target)
 	}
 	// Relay's own limits.shutdown_timeout (2 s) plus the margin, since

@@ -1,0 +1,118 @@
+package orchestrate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/profile"
+)
+
+// collect turns what the phases recorded into the step's figures: what
+// reached the upstream, the per-second series and the steady state, the
+// true cost per envelope, the 10 Hz series and the fault's effect.
+func (s *step) collect() {
+	st := s.st
+	final := s.up.Stats()
+	accepted := st.OK + st.warmOK
+	st.Upstream = UpstreamSeen{
+		Envelopes: final.Envelopes, Forwarded: final.DataEnvelopes, ItemsByType: final.ItemsByType,
+		Gap: accepted - final.DataEnvelopes, Outcomes: final.Outcomes.Rows, Requests: final.Requests,
+		Errors: final.Errors, Canaries: final.Canaries, Signatures: final.Signatures,
+	}
+	smp, _ := s.sampler.Samples()
+	samplesAt := s.blastStart.Sub(s.sampler.Start())
+	end := int(s.atDrainEnd.At-samplesAt+time.Second-1) / int(time.Second)
+	st.Seconds = secondsSeries(end, s.res.Windows, s.res.Start, final.Timeline, smp, samplesAt)
+	loss := 0.0
+	if st.Drain.Settled && accepted > 0 && st.Upstream.Gap > 0 {
+		loss = float64(st.Upstream.Gap) / float64(accepted)
+	}
+	from, to := windowSeconds(s.res)
+	if to-from < 2 && st.StoppedEarly != "" {
+		// Stopped before the measured window had two whole seconds (a
+		// Relay that buffers everything passes the RSS bound fast): judge
+		// what was sent, warm-up included.
+		from, to = 0, int((s.res.Warmup+s.res.Elapsed)/time.Second)
+		st.Notes = append(st.Notes, fmt.Sprintf("blast stopped %.1f s after it started, before the measured window had two whole seconds: the steady-state figures cover seconds 0–%d, blast's warm-up included",
+			(s.res.Warmup+s.res.Elapsed).Seconds(), to))
+	}
+	st.Steady = steadyState(st.Seconds, from, to, loss, smp, samplesAt)
+	if st.StoppedEarly != "" && st.Steady.Seconds > 0 {
+		st.AcceptedRate = st.Steady.AcceptedRate
+		var sent int64
+		for _, p := range st.Seconds[from:to] {
+			sent += p.Sent
+		}
+		st.AchievedRate = float64(sent) / float64(to-from)
+	}
+	if st.Drain.Settled {
+		st.Steady.CatchUp = st.Drain.LastForward
+	}
+	st.CPU.MsPerEnv, st.CPU.CostSpan, st.CPU.CostCPUSecs, st.CPU.CostEnvelopes = trueCost(s.atBlast, s.atDrainEnd, st.CPU.IdleCores, final.DataEnvelopes)
+	if n := costBelowIdle(st.CPU); n != "" {
+		st.Notes = append(st.Notes, n)
+	}
+	st.Series, st.CPU.PeakCores = series(smp, samplesAt)
+	for i := 1; i < len(smp); i++ {
+		st.Stall = max(st.Stall, smp[i].At-smp[i-1].At)
+	}
+	if st.Perf != nil && st.Perf.Exit == "ok" && s.r.perf != nil && s.parent.Err() == nil {
+		s.r.logf("  reading the perf recording back")
+		s.r.perf.analyze(s.parent, st.Perf, fmt.Sprintf("%s at %s (step %d)", s.build.Name, rateLabel(st.Rate), st.Index), profile.DefaultGroups())
+	}
+	if hp := st.HarnessPerf; hp != nil && hp.Exit == "ok" && s.parent.Err() == nil {
+		s.r.logf("  reading the harness's perf recording back")
+		s.r.perf.analyze(s.parent, hp, fmt.Sprintf("the harness at %s (step %d)", rateLabel(st.Rate), st.Index), harnessGroups())
+		if hp.Profile != nil {
+			if n := tooFewHarnessSamples(hp.Profile, st.CPU.HarnessCores, s.cfg.Duration.Seconds(), hp.Event); n != "" {
+				st.Notes = append(st.Notes, n)
+			} else {
+				st.CPU.HarnessSplit = splitHarness(hp.Profile, st.CPU.HarnessCores)
+			}
+		}
+	}
+	if s.cfg.Fault != nil {
+		st.Fault = s.faults.report(s.cfg.Fault, s.watch.forwarded(), s.res, s.res.Start.Add(s.res.Warmup), accepted)
+	}
+}
+
+// windowSeconds is the measured window in whole seconds since blast's
+// start: from the first second after the warm-up to the last whole second.
+func windowSeconds(res *blast.Result) (from, to int) {
+	from = int((res.Warmup + time.Second - 1) / time.Second)
+	to = int((res.Warmup + res.Elapsed) / time.Second)
+	return from, max(to, from)
+}
+
+// NoteCostBelowIdle begins the note a step carries when Relay used no more
+// CPU under load than at idle.
+const NoteCostBelowIdle = "Relay used no more CPU under load than at idle"
+
+// costBelowIdle is the note for a step whose load CPU over the cost span
+// was no more than its idle reading ("" otherwise): idle CPU is read over a
+// short window in 10 ms ticks, and at a low rate Relay's load falls within
+// that error, which makes the cost per envelope zero or negative.
+func costBelowIdle(c CPU) string {
+	if c.CostEnvelopes == 0 || c.CostSpan <= 0 || c.CostCPUSecs > 0 {
+		return ""
+	}
+	secs := c.CostSpan.Seconds()
+	return fmt.Sprintf(NoteCostBelowIdle+" (%.3f cores over %.1f s, idle %.3f): the cost per envelope (%.2f ms) is within the idle reading's error; lengthen --duration or --idle",
+		c.CostCPUSecs/secs+c.IdleCores, secs, c.IdleCores, c.MsPerEnv)
+}
+
+// trueCost is CPU per forwarded envelope from blast's start (a) until
+// forwarding settled (b), with idle CPU subtracted.
+func trueCost(a, b relayproc.Sample, idleCores float64, forwarded int64) (ms float64, span time.Duration, cpu float64, n int64) {
+	span = b.At - a.At
+	if span <= 0 || b.CPU == 0 {
+		return 0, 0, 0, forwarded
+	}
+	cpu = b.CPU - a.CPU - idleCores*span.Seconds()
+	if forwarded > 0 {
+		ms = cpu * 1000 / float64(forwarded)
+	}
+	return ms, span, cpu, forwarded
+}
