@@ -7,7 +7,7 @@ FUZZTIME ?= 5s
 .PHONY: help build test interop bench fuzz lint demo relay-report e2e clean
 
 help:
-	@echo "make demo     the main job: a harness sweep (orchestrate without a Relay)"
+	@echo "make demo     the harness check: what blast and the fake upstream move alone, the ceiling of any measurement here"
 	@echo "make test     go test -p 3 -race -count=1 ./... (the test command CI runs, uncached)"
 	@echo "make interop  checks against Sentry's own code (pinned sentry-relay, sentry-sdk in a venv)"
 	@echo "make lint     gofmt, go vet, go mod tidy -diff, no pointers outside the repo"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make demo: the main job without a Relay. orchestrate measures the harness
-# itself (blast → fake-upstream in one process, same report as with a Relay)
-# and bisects for the highest rate it keeps up with: the ceiling for any
-# Relay measurement on this machine. Bounded: at most 6 probes of 3 s
+# make demo: the harness check, without a Relay. orchestrate measures the
+# harness itself (blast → fake-upstream in one process, same report as with
+# a Relay) and bisects for the highest rate it keeps up with: the ceiling
+# for any Relay measurement on this machine. Bounded: at most 6 probes of 3 s
 # windows (under a minute on 2 cores); report and charts in out/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -19,15 +19,14 @@ import (
 // rates below 1000/s that made two wake-ups per slot, each a context switch
 // (costly on a VM, and on one machine CPU taken from Relay), and released
 // slots up to 1 ms late. A timerfd expires when it is asked to: one wake-up
-// per slot, on time. Measured with blast alone at 600/s (2 runs each):
-// CPU per request 304–313 → 208–230 µs, latency p50 (from the intended
-// time) 719–733 → 244–270 µs.
+// per slot, on time, which shows in blast's CPU per request and in its
+// latency at rates below 1000/s (internal/cmd/blastbench).
 //
 // Sleeps shorter than timerfdMin go on a runtime timer: above 1000 slots/s
 // the process is rarely idle, and a busy runtime runs due timers at every
 // scheduling point, promptly, while a timerfd's wake-up waits for the
-// poller (measured at 10k and 20k/s: lag p99 1.2–2.7 ms on runtime timers,
-// 1.3–4.2 ms on the timerfd).
+// poller (blastbench's schedule lag at 10k and 20k/s is lower on runtime
+// timers).
 type timerfdClock struct {
 	realClock
 	fd   int

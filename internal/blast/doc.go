@@ -53,26 +53,11 @@
 // net/http (a Transport with MaxConnsPerHost = MaxIdleConnsPerHost =
 // MaxConns and DisableCompression). fasthttp is the default because it
 // costs about half the CPU per request, allocates nothing per request, and
-// kept the schedule at 20k/s where net/http's lag p99 went past 5 ms.
-// Measured with internal/cmd/blastbench (the built binary against a null
-// fasthttp sink in another process on the same 2 shared cores, 20 000-entry
-// mixed zstd pool, 5 s after a 1 s warm-up, two runs each, load average
-// 1.4–2.7 from other tenants):
-//
-//	client    rate    blast CPU/request  lag p99        achieved, worst 1 s window
-//	fasthttp  10k/s   17.5–17.9 µs       1.16–1.19 ms   9 999/s, −0.05%
-//	net/http  10k/s   36.7–40.8 µs       1.16–1.21 ms   10 000/s, −0.10%
-//	fasthttp  20k/s   16.8–18.3 µs       1.19 ms        19 998/s, +0.09%
-//	net/http  20k/s   38.6–45.7 µs       2.9–7.8 ms     20 000/s, −0.06%
-//
-// vegeta v12.13.0 in the same run, same targets and sink: 55.5–59.5 µs per
-// request at 10k/s, 45.9 µs at 20k/s with 128 workers (its default,
-// unbounded workers reached only 15 600/s at 20k/s). On a busier box
-// (load 5–15) every figure gets worse and stalls of 100–400 ms appear; blast
-// then reports them as lag and drops and marks the run invalid.
-//
-// Sequentially against a minimal in-process server (BenchmarkSendFastHTTP,
-// BenchmarkSendNetHTTP) fasthttp took 28 µs and 0 allocs per request,
-// net/http 39 µs and 67 allocs. net/http stays available (Config.Client,
-// --client net/http) for targets fasthttp cannot speak to.
+// keeps the schedule at rates where net/http's schedule lag does not
+// (BenchmarkSendFastHTTP against BenchmarkSendNetHTTP in process;
+// internal/cmd/blastbench for the built binary against a sink in another
+// process, with vegeta beside it). On a busy machine stalls appear; blast
+// then reports them as lag and drops and marks the run invalid. net/http
+// stays available (Config.Client, --client net/http) for targets fasthttp
+// cannot speak to.
 package blast

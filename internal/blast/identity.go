@@ -14,8 +14,8 @@ import (
 )
 
 // A result says which schedule it belongs to and which part of it it
-// holds, so that Merge can refuse what would count slots twice (issue 9:
-// `blast merge a.json a.json` reported 2000/s achieved for a 1000/s run).
+// holds, so that Merge can refuse what would count slots twice (a file
+// merged with itself would report twice the rate it was sent at).
 
 // newRunID names one run: random, so that two runs never share one and a
 // copy of a result file still names its run.
@@ -47,7 +47,7 @@ func name(rs []*Result, i int) string {
 }
 
 // older reports whether r was written by a blast that did not record its
-// runs and shards (before issue 9).
+// runs and shards (an older blast).
 func (r *Result) older() bool { return len(r.RunIDs) == 0 }
 
 // errUnknownShards: a merge written by an older blast does not say which

@@ -8,8 +8,8 @@ import (
 // recorderStripes is the number of recorders workers share. DDSketches are
 // not safe for concurrent use, so each recorder has a mutex; with 16 stripes
 // on a few cores the lock is almost never contended, and memory stays fixed
-// however many workers an overload spawns (one recorder per worker cost
-// ~20 KB each, 80 MB at 4096 in flight). Stripes merge once at the end.
+// however many workers an overload spawns (a recorder per worker would
+// grow with them). Stripes merge once at the end.
 const recorderStripes = 16
 
 // recorder accumulates outcomes of the workers assigned to it (the pacer

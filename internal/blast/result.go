@@ -85,7 +85,7 @@ type Result struct {
 
 	// What defines the shared schedule besides Rate, Shards and Warmup:
 	// Merge adds up only results whose schedule fields are all equal (see
-	// checkMergeable). Files written before issue 9 lack these fields.
+	// checkMergeable). Files written by an older blast lack these fields.
 	Seed     uint64        `json:"seed"`        // the pool's seed (--seed)
 	Duration time.Duration `json:"duration_ns"` // measured duration asked for (0: until Count)
 	Count    int64         `json:"count"`       // measured slots asked for, all shards (0: no limit)

@@ -8,10 +8,12 @@
 //
 //   - zstd decoding goes through one shared zstd.Decoder in buffer mode
 //     (DecodeAll), which is safe for concurrent use and makes no allocations
-//     when dst has room. A zstd.Decoder built per request costs 2–5× the
-//     decode itself (on a 10 KB event: 16–43 µs against 8 µs shared).
+//     when dst has room. A zstd.Decoder built per request allocates its
+//     tables and starts its goroutines each time, which on an envelope
+//     costs more than decoding it (BenchmarkDecode reuses one).
 //   - gzip, zlib, raw deflate and brotli readers are kept in sync.Pools and
-//     re-armed with Reset, which saves their 40–80 KB of tables per request.
+//     re-armed with Reset, which saves allocating their tables per request
+//     (TestDecodeAllocs).
 //   - Encoders are reused the same way: one zstd.Encoder used with EncodeAll,
 //     pooled gzip/zlib/brotli writers. Output depends only on the input, not
 //     on what a pooled writer encoded before (see encode.go for why brotli
@@ -35,13 +37,12 @@
 // refuse windows above max(cap, 8 MiB)). zstd checks the limit once per block,
 // so it may decode up to one block (≤ 128 KiB) beyond the cap internally
 // before stopping; without a declared size it sizes its buffer by growing it
-// 4× at a time and decoding again. A 1 GiB zstd bomb under a 16 MiB cap thus
-// costs roughly 25–50 MiB of short-lived allocation (klauspost appends an RLE
-// block that overflows the buffer before noticing) and tens of milliseconds;
-// a gzip/deflate bomb 16–33 MiB (output buffer growth); a brotli bomb about
-// 50 MiB, as the brotli reader also allocates a ring buffer as large as the
-// stream's window (≤ 16 MiB; readers that decoded more than 1 MiB are
-// therefore not pooled).
+// 4× at a time and decoding again (and klauspost appends an RLE block that
+// overflows the buffer before noticing). The brotli reader also allocates a
+// ring buffer as large as the stream's window (≤ 16 MiB; readers that
+// decoded more than 1 MiB are therefore not pooled). So a bomb costs a
+// small multiple of the cap in short-lived allocation, never what it would
+// decode to: TestBombs holds every coding to a bound.
 // What Decode returns never exceeds the cap. Callers still bound the
 // compressed body themselves (http.MaxBytesReader).
 //

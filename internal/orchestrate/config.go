@@ -29,10 +29,10 @@ import (
 const (
 	DefaultDuration = 30 * time.Second
 	DefaultWarmup   = 2 * time.Second
-	// DefaultIdle is long enough for Relay's idle CPU (about 0.01 cores:
-	// 3 ticks of 10 ms) and short enough that, with the other fixed phases,
-	// a step at the default duration spends under a quarter of its time
-	// outside the measured window (41 s for 30 s measured with 5 s idle).
+	// DefaultIdle is long enough to see Relay's idle CPU in /proc's 10 ms
+	// ticks and short enough that, with the other fixed phases, a step at
+	// the default duration spends under a quarter of its time outside the
+	// measured window (Step.OutsideWindow reports that share).
 	DefaultIdle            = 3 * time.Second
 	DefaultReadyTimeout    = 30 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second

@@ -15,9 +15,8 @@ import (
 // waking for the network, and the rest (the collector, sampling Relay,
 // StatsD, unwound nowhere). Cores are shares of HarnessCores in proportion
 // to the samples' weight. (Go's own CPU profile with goroutine labels was
-// tried for this: against Relay 26.4.0 at 450/s it put blast at 0.022 cores
-// in one run and 0.089 in the next; perf's split kept blast within
-// 0.041–0.051 over nine runs.)
+// tried for this: its split varied severalfold between identical runs,
+// where perf's stayed steady.)
 type HarnessSplit struct {
 	BlastCores     float64 `json:"blast_cores"`
 	UpstreamCores  float64 `json:"upstream_cores"`
@@ -72,10 +71,9 @@ const perfAttach = 1500 * time.Millisecond
 // when it can. startHarness samples about once per ms of CPU, so cores
 // over a window of secs, less perf's attach time, give at least
 // cores×(secs−1.5)×1000 samples; fewer than half of that, or none in any
-// group, is perf having missed orchestrate's threads. That was seen three
-// times in twelve runs against Relay 26.4.0: 42 samples, all of the
-// runtime's sysmon thread, where 0.149 cores over 20 s give ~2,980; 68 for
-// 0.146 cores; 514 of 2,627 (the good runs: 2,699 to 2,980).
+// group, is perf having missed orchestrate's threads, which was seen
+// against Relay (a recording of the runtime's sysmon thread alone, or one
+// that attached late).
 func tooFewHarnessSamples(pp *PerfProfile, cores, secs float64, event string) string {
 	want := cores * max(secs-perfAttach.Seconds(), 0.5) * 1000
 	floor := want / 2

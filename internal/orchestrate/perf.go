@@ -120,8 +120,8 @@ func (p *perfPlan) start(pid int, file string) (*perfRun, error) {
 // them; perf's DWARF unwinding left Go stacks at their leaf frame) and a
 // fixed period of about 1 ms of CPU per sample. In frequency mode perf's
 // per-thread period adapts badly to the harness's many lightly used
-// threads: against Relay 26.4.0 at 450/s it took 523, 218 and 40 samples in
-// three 20 s windows of the same ~0.15 cores.
+// threads: recordings of windows with the same CPU held severalfold
+// different numbers of samples.
 func (p *perfPlan) startHarness(pid int, file string) (*perfRun, error) {
 	period := "3000000" // cycles: about 1 ms at 3 GHz
 	if p.event == "cpu-clock" {

@@ -271,10 +271,10 @@ func (r *runner) pinHarness() (cpus string, restore func(), err error) {
 	if r.cfg.RelayCPUs == "" && r.cfg.HarnessCPUs == "" {
 		if !r.cfg.Harness() && os.Getenv("GOMAXPROCS") == "" {
 			// Sharing the CPUs with Relay, the harness runs on one P:
-			// against Relay 26.4.0 at 600/s it used 0.16–0.17 cores
-			// instead of 0.18 (fewer threads spinning and waking each
-			// other) with a lower schedule lag, and delivered as much at
-			// 2,000/s and closed loop.
+			// fewer threads spin and wake each other, so it takes less of
+			// the CPU Relay could use at the same rate (a step's
+			// cpu.harness_cores) and still delivers high and closed-loop
+			// rates.
 			prev := runtime.GOMAXPROCS(1)
 			return "", func() { runtime.GOMAXPROCS(prev) }, nil
 		}

@@ -130,8 +130,8 @@ func steadyState(pts []SecondPoint, from, to int, loss float64, smp []relayproc.
 
 // SteadyGrowth is the share of the accepted rate a backlog may grow by,
 // steadily, before forwarding counts as falling behind however short the
-// window: a Relay that forwards 92% of what it accepts (seen: transactions
-// at 300/s on 2 CPUs, Relay 26.4.0) never catches up, though over a 20 s
+// window: a Relay that forwards slightly less than it accepts (seen with
+// transactions alone, Relay 26.4.0) never catches up, though over a short
 // window its backlog grows by less than one batching interval's worth.
 const SteadyGrowth = 0.03
 

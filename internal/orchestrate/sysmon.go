@@ -16,12 +16,12 @@ import (
 // every P is idle, and the first system call after that wakes it and
 // resets it to polling every 20 µs. The harness at a few hundred requests
 // a second is idle between almost every request, so sysmon went through
-// that cycle thousands of times a second: against Relay 26.4.0 at 500/s it
-// was a third of the harness's CPU samples and 4,300 of its 5,500 context
-// switches a second. While schedtrace is set the runtime never lets sysmon
-// deep-sleep (it must be awake to print the trace), so sysmon backs off to
-// its 10 ms period and stays there: 94 context switches a second, and the
-// harness's CPU fell by about 45% at the same load. The trace period is
+// that cycle thousands of times a second, and it was a large share of the
+// harness's CPU and context switches beside Relay. While schedtrace is set
+// the runtime never lets sysmon deep-sleep (it must be awake to print the
+// trace), so sysmon backs off to its 10 ms period and stays there. A
+// step's cpu.harness_cores shows the difference at the same rate
+// (setup.harness_sysmon says which way a run went). The trace period is
 // the largest the runtime takes, 2^31-1 ms (24.8 days): the runtime prints
 // a trace when its monotonic clock (time since boot) passes a multiple of
 // it, which on a machine up less than that never happens during a run.

@@ -125,8 +125,8 @@
 // Raw envelopes are written straight into 8 MiB per-worker chunks (the
 // payload first, its headers copied in front of it afterwards), and encoded
 // bodies into 1 MiB chunks; with Encoding identity Body is the raw slice.
-// Stats.HeldBytes is the chunk memory (raw + encoded + slack, about 7%
-// over the sum of the envelopes on a 20k pool). Dropping every reference to
+// Stats.HeldBytes is the chunk memory (raw + encoded + the chunks' unused
+// ends). Dropping every reference to
 // the raw slices (as blast.ForSending does) frees the raw chunks.
 //
 // # Speed

@@ -19,11 +19,9 @@ const ScriptFields = "comm,pid,tid,time,period,event,ip,sym,dso"
 // ScriptArgs returns the perf arguments Run uses for dataFile.
 //
 // --no-inline matters: without it perf resolves inlined frames through
-// addr2line for every address. On an 8 s DWARF recording of a release
-// Relay 26.4.0 (2,582 samples, 21 MB perf.data, a 67 MB binary without
-// debug info) perf script took 4 min 15 s with inline resolution and
-// 0.7 s with --no-inline, for the same stacks but for a handful of
-// frame names.
+// addr2line for every address, which on a DWARF recording of a release
+// Relay is orders of magnitude slower, for the same stacks but for a
+// handful of frame names.
 func ScriptArgs(dataFile string) []string {
 	return []string{"script", "-i", dataFile, "--no-inline", "-F", ScriptFields}
 }

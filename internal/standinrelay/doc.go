@@ -15,9 +15,10 @@
 //     backoff (1 s, ×1.5, capped at http.max_retry_interval); nothing else
 //     goes upstream before it succeeds. Readiness (GET /api/relay/
 //     healthcheck/ready/) is 503 until then, 200 after. Seen: a Relay
-//     started by hand against fake-upstream --latency register_challenge=2s,
-//     polled every 250 ms: 503 and no config request for 2 s, then 200 with
-//     one registration and the first config request; Relay source: relay-
+//     started by hand against fake-upstream --latency register_challenge=2s
+//     answered 503 and asked for no config until the delayed challenge was
+//     answered, then 200 with one registration and the first config
+//     request; Relay source: relay-
 //     server/src/services/upstream.rs (UpstreamBroker::next_request waits
 //     for authentication), services/health_check.rs (the auth probe),
 //     utils/retry.rs. Relay also reports unready when memory or its buffer
@@ -34,8 +35,8 @@
 //     again in the next batch; null, missing or disabled: true disable the
 //     key: its held envelopes are dropped and later ones answered 403. A
 //     config is fetched once and kept. Seen: orchestrate's warm-up against
-//     Relay (10 projects: 1 project-config request, 10 keys served, 10
-//     envelopes forwarded in 152 ms); Relay source: services/projects/
+//     Relay (one project-config request served every project's key, and
+//     every warm-up envelope was forwarded); Relay source: services/projects/
 //     source/upstream.rs (batches, pending), services/projects/cache/
 //     project.rs (check_envelope: a disabled project's envelope rejected,
 //     403 in endpoints/common.rs).
@@ -49,8 +50,8 @@
 //   - Forwarding: each envelope as it came, compressed with http.encoding
 //     (zstd), with X-Sentry-Auth, X-Sentry-Relay-Id and a signature over
 //     empty data, at most limits.max_concurrent_requests in flight. Seen:
-//     orchestrate --relay-bin $RELAY_BIN --rates 100 --duration 5s: 700
-//     envelopes forwarded, gap 0, every signature valid; Relay source:
+//     orchestrate --relay-bin $RELAY_BIN --rates 100 --duration 5s: every
+//     envelope forwarded, gap 0, every signature valid; Relay source:
 //     services/processor.rs (SendEnvelope::sign, RequestSign), config.rs
 //     (http.encoding zstd, max_concurrent_requests 100).
 //   - Upstream failures, as Relay's upstream service handles them
@@ -60,15 +61,17 @@
 //     or at once after any success, so while every send fails nothing is
 //     retried; any other answer counts as received and the envelope is
 //     dropped. Seen: orchestrate ... --rates 100 --duration 8s --fault
-//     outage=3s@2s: the upstream answered 300 503s (one per envelope), then
-//     Relay forwarded 197/s and lost nothing.
+//     outage=3s@2s: the upstream answered one 503 per envelope sent during
+//     the outage (no retries while it lasted), then Relay forwarded its
+//     backlog above the offered rate and lost nothing.
 //   - 429 from the upstream: the envelope is dropped and the answer's rate
 //     limits (X-Sentry-Rate-Limits, else Retry-After on all categories) are
 //     cached for that project key; while they last its items are dropped at
 //     ingest and the answer is 429 with Retry-After, the rest of an envelope
-//     still queued. Seen: --fault 429-storm=3s@2s: the upstream answered
-//     only 31 envelopes 429, clients got 318 429s, the forwarded rate went
-//     from 101/s to 3/s; Relay source: upstream.rs (UpstreamRateLimits::
+//     still queued. Seen: --fault 429-storm=3s@2s: the upstream answered a
+//     few envelopes 429, clients then got 429s for many times as many, and
+//     forwarding nearly stopped while the limits lasted; Relay source:
+//     upstream.rs (UpstreamRateLimits::
 //     scope), services/projects/cache/project.rs (check_envelope: cached
 //     limits), endpoints/common.rs (handle_envelope, check_rate_limits).
 //     Categories are matched for relayload's item types only.
@@ -76,22 +79,23 @@
 //     #handling:success) twice per forwarded envelope, when processing takes
 //     its items and when the upstream has it, and event.processing_time (a
 //     distribution in ms, |d|@1.0) once per envelope. Seen: a UDP listener
-//     as metrics.statsd of Relay 26.4.0: 2 error envelopes gave
-//     "sentry.relay.event.accepted:4|c|#handling:success" and
-//     "sentry.relay.event.processing_time:5.10413:0.565192|d|@1.0|#group:
-//     error"; Relay source: processor.rs (process_with_processor accepts
+//     as metrics.statsd of Relay 26.4.0: two error envelopes gave
+//     event.accepted counted four times (|c|#handling:success) and two
+//     event.processing_time values (|d|@1.0|#group:error); Relay source:
+//     processor.rs (process_with_processor accepts
 //     the emptied envelope, SendEnvelope::respond the forwarded one). The
 //     stand-in has no group tag, and it sends every 100 ms where Relay
 //     aggregates for 10 s (relay-statsd/src/lib.rs, AggregationMode::
-//     Aggressive): in two orchestrate runs of 12 s against Relay the report
-//     had event.accepted once and event.processing_time never.
+//     Aggressive): in short orchestrate runs against Relay the report may
+//     lack either.
 //   - Shutdown: on SIGTERM the listener closes at once, what is held goes
 //     on being processed and forwarded, and after limits.shutdown_timeout
 //     the process exits 0, whatever is left; SIGINT or a second SIGTERM
 //     exits 0 at once. Seen: relay-26.4.0 -c DIR run under a Python
-//     harness: refused connections 0.3 s after SIGTERM, exit 0 after
-//     2.01 s (shutdown_timeout 2), SIGINT exit 0 after 8 ms, a second
-//     SIGTERM exit 0 at once; Relay source: relay-system/src/controller.rs,
+//     harness: connections refused right after SIGTERM, exit 0 once
+//     shutdown_timeout had passed, not before; SIGINT, and a second
+//     SIGTERM, exit 0 at once (TestBinarySignals holds the stand-in to
+//     that); Relay source: relay-system/src/controller.rs,
 //     services/buffer/mod.rs (the in-memory buffer pops until the timeout).
 //
 // # Finite capacity
@@ -105,11 +109,11 @@
 // excess in memory and forwards at ≈ capacity, and after the load stops it
 // forwards the backlog at capacity. This is what Relay 26.4.0 did above
 // its capacity. Seen: orchestrate --relay-bin $RELAY_BIN --rates 1200
-// --duration 8s --pool 1000: every request answered 200, 276/s forwarded,
-// backlog +900/s, RSS +27 MiB/s, still forwarding 20 s after blast ended
-// (earlier, by a colleague: 1,400/s offered, ~770/s forwarded, RSS 196 →
-// 678 MB, 16 s to forward the backlog). Relay's capacity comes from its CPU
-// and depends on traffic and machine; the stand-in's is a fixed number.
+// --duration 8s --pool 1000: every request answered 200, a fraction of
+// the offered rate forwarded, the backlog and RSS growing steadily, and
+// forwarding still going long after blast ended. Relay's capacity comes
+// from its CPU and depends on traffic and machine; the stand-in's is a
+// fixed number.
 // The wait is a timer sleep and burns no CPU.
 //
 // # What it does not do

@@ -90,8 +90,9 @@ func (r *Relay) Addr() string { return r.ln.Addr().String() }
 // Run serves until ctx ends (SIGTERM), then shuts down the way Relay
 // 26.4.0 does: the listener closes at once, what is held goes on being
 // processed and forwarded, and after limits.shutdown_timeout it stops,
-// whatever is left (relay-system/src/controller.rs; seen: "SIGTERM
-// received, stopping in 2s", exit status 0 2.01 s later). It returns nil
+// whatever is left (relay-system/src/controller.rs; seen: Relay logs
+// "SIGTERM received, stopping in 2s" and exits 0 once that time has
+// passed). It returns nil
 // after such a shutdown.
 func (r *Relay) Run(ctx context.Context) error {
 	hardCtx, hardCancel := context.WithCancel(context.Background())

@@ -412,7 +412,9 @@ func blastRow(res *blast.Result, rate float64, client string, m blastRun) row {
 
 func abs(f float64) float64 { return max(f, -f) }
 
-// verdict checks a blast row against issue 4's targets.
+// verdict checks a blast row against blast's targets: the achieved rate and
+// every second within 1% of the schedule, CPU and memory per request, and
+// schedule lag at up to 10k/s.
 func verdict(r row) string {
 	mark := func(ok bool) string {
 		if ok {
