@@ -130,8 +130,6 @@ func (r *runner) newReport(harnessCPUs string) *Report {
 		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
 		StatsDMetrics: cfg.StatsDMetrics, HarnessProcs: runtime.GOMAXPROCS(0), HarnessSysmon: sysmonState(),
 	}
-	if !cfg.Harness() {
-	}
 	if rep.Setup.Encoding == "" {
 		rep.Setup.Encoding = string(compression.Identity)
 	}
