@@ -42,7 +42,10 @@ const (
 	DefaultPoolSize        = 5000
 	DefaultMaxP99          = time.Second
 	DefaultFindMaxProbes   = 7
-	DefaultSampleInterval  = 100 * time.Millisecond
+	// DefaultSlice and DefaultBudget shape a comparison in slices.
+	DefaultSlice          = 10 * time.Second
+	DefaultBudget         = 10 * time.Minute
+	DefaultSampleInterval = 100 * time.Millisecond
 	// DefaultMaxCatchUp bounds the time from blast's end until the last
 	// envelope is forwarded for a step that kept up.
 	DefaultMaxCatchUp = 3 * time.Second
@@ -93,6 +96,15 @@ type Config struct {
 	// Rounds repeats the whole sweep, interleaved: every rate (and build)
 	// once, then again (default 1).
 	Rounds int
+	// Slices compares the two Builds in alternating slices of Slice on one
+	// long-lived Relay each, per rate, instead of in steps (slices.go): pairs
+	// are added until the change in CPU per envelope is known to within
+	// Precision (a fraction; 0: never), or Budget is spent (split evenly
+	// over the rates; default 10 min). Slice defaults to 10 s.
+	Slices    bool
+	Slice     time.Duration
+	Precision float64
+	Budget    time.Duration
 	// FindMax bisects between the bounds for the highest rate kept up with.
 	FindMax bool
 	// FindMaxProbes bounds the steps of the search (default 7).
@@ -245,6 +257,34 @@ func (c *Config) checkRates() error {
 	}
 	if c.FindMaxProbes == 0 {
 		c.FindMaxProbes = DefaultFindMaxProbes
+	}
+	return c.checkSlices()
+}
+
+// checkSlices checks the settings of a comparison in slices.
+func (c *Config) checkSlices() error {
+	if !c.Slices {
+		return nil
+	}
+	if c.Slice == 0 {
+		c.Slice = DefaultSlice
+	}
+	if c.Budget == 0 {
+		c.Budget = DefaultBudget
+	}
+	switch {
+	case len(c.Builds) != 2:
+		return configerr.New("Slices", "compares two builds (the first is the baseline)")
+	case c.FindMax || c.Rounds > 1 || c.Fault != nil:
+		return configerr.New("Slices", "does not go with FindMax, Rounds or Fault")
+	case slices.Contains(c.Rates, RateMax):
+		return configerr.New("Slices", "needs rates to send at; max is not one")
+	case c.Slice < time.Second || c.Slice > 10*time.Minute:
+		return configerr.Errorf("Slice", "%s: want 1s..10m", c.Slice)
+	case c.Precision < 0 || c.Precision >= 1:
+		return configerr.Errorf("Precision", "%g: want a fraction in [0, 1), e.g. 0.03", c.Precision)
+	case c.Budget < 2*c.Slice || c.Budget > 24*time.Hour:
+		return configerr.Errorf("Budget", "%s: want at least two slices and at most 24h", c.Budget)
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ type Report struct {
 	Summary []*Point `json:"summary"`
 	// Comparisons are the other builds against the first, per rate.
 	Comparisons []Comparison `json:"comparisons,omitempty"`
+	// SliceRuns are the comparisons in slices (Config.Slices), per rate.
+	SliceRuns []*SliceRun `json:"slice_runs,omitempty"`
 	FindMax     []FindMax    `json:"find_max,omitempty"`
 	// KeptUpWith is the highest rate the baseline build kept up with, per
 	// build name (0: none).

@@ -211,6 +211,15 @@ func (r *runner) sweep(ctx context.Context, rep *Report) {
 		}
 		return
 	}
+	if cfg.Slices {
+		for _, rate := range cfg.Rates {
+			if ctx.Err() != nil {
+				return
+			}
+			r.compareSlices(ctx, rep, rate, cfg.Budget/time.Duration(len(cfg.Rates)))
+		}
+		return
+	}
 	r.nSteps = len(cfg.Builds) * len(cfg.Rates) * cfg.Rounds
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, rate := range cfg.Rates {

@@ -1,0 +1,85 @@
+package orchestrate
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// MinPairs is how many pairs a paired change needs before the precision
+// rule may end a comparison: the t interval of fewer pairs is too wide to
+// trust its own width.
+const MinPairs = 5
+
+// Change is one metric's change of a build against the baseline, from
+// pairs measured back to back: the geometric mean of the per-pair ratios
+// build/baseline, with a 95% confidence interval from Student's t on the
+// log ratios.
+type Change struct {
+	Metric string `json:"metric"`
+	Pairs  int    `json:"pairs"`
+	// Pct is the change in percent; Low and High bound its 95% interval;
+	// HalfWidth is the larger distance from Pct to either bound: the
+	// resolution the run reached.
+	Pct       float64 `json:"change_pct"`
+	Low       float64 `json:"low_pct"`
+	High      float64 `json:"high_pct"`
+	HalfWidth float64 `json:"half_width_pct"`
+	// Verdict is "lower" or "higher" when the interval excludes no change,
+	// else "no change beyond ±X%" (X the half-width); "too few pairs" with
+	// fewer than two.
+	Verdict string `json:"verdict"`
+}
+
+// Verdicts of a Change besides "no change beyond …".
+const (
+	VerdictLower       = "lower"
+	VerdictHigher      = "higher"
+	VerdictTooFewPairs = "too few pairs"
+)
+
+// pairedChange is the Change of metric from pairs of (baseline, build)
+// values. Pairs with a value that is not positive are left out (a ratio
+// needs both).
+func pairedChange(metric string, base, build []float64) Change {
+	c := Change{Metric: metric, Verdict: VerdictTooFewPairs}
+	var logs []float64
+	for i := range min(len(base), len(build)) {
+		if base[i] > 0 && build[i] > 0 && !math.IsInf(base[i], 0) && !math.IsInf(build[i], 0) {
+			logs = append(logs, math.Log(build[i]/base[i]))
+		}
+	}
+	c.Pairs = len(logs)
+	if c.Pairs < 2 {
+		return c
+	}
+	mean, sd := meanSD(logs)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(c.Pairs - 1)}.Quantile(0.975)
+	h := t * sd / math.Sqrt(float64(c.Pairs))
+	pct := func(x float64) float64 { return 100 * math.Expm1(x) }
+	c.Pct, c.Low, c.High = pct(mean), pct(mean-h), pct(mean+h)
+	c.HalfWidth = max(c.Pct-c.Low, c.High-c.Pct)
+	switch {
+	case c.Low > 0:
+		c.Verdict = VerdictHigher
+	case c.High < 0:
+		c.Verdict = VerdictLower
+	default:
+		c.Verdict = fmt.Sprintf("no change beyond ±%.1f%%", c.HalfWidth)
+	}
+	return c
+}
+
+// meanSD is the mean and the sample standard deviation of xs (len ≥ 2).
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1))
+}

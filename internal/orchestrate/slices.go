@@ -1,0 +1,257 @@
+package orchestrate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+)
+
+// A comparison in slices (Config.Slices) starts each build's Relay and fake
+// upstream once per rate, warms both and measures each one's idle CPU,
+// then sends the traffic to one build at a time in short slices, in pairs
+// whose order alternates (ABBA), so that the machine's drift falls on both
+// builds alike and each pair's ratio cancels it. A slice is measured from
+// its Relay's process over the slice and its catch-up (the drain), net of
+// that Relay's idle CPU, which is measured afresh over every slice of the
+// other build. Pairs are added until the change in CPU per envelope is
+// known to within Config.Precision, or Config.Budget is spent.
+
+// Slice is one build driven for one slice of a comparison.
+type Slice struct {
+	Build string `json:"build"`
+	Pair  int    `json:"pair"` // 1-based
+	// Sent and OK are blast's requests sent and accepted (2xx) in the
+	// slice; Forwarded the data envelopes the build's upstream received
+	// from the slice's start until its catch-up ended.
+	Sent      int64 `json:"sent"`
+	OK        int64 `json:"ok"`
+	Forwarded int64 `json:"forwarded"`
+	// Elapsed covers the slice and its catch-up; Settled is false when the
+	// catch-up hit Config.DrainTimeout.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Settled bool          `json:"settled"`
+	// CPUSecs is Relay's CPU over Elapsed; IdleCores the idle CPU taken off
+	// it (measured over the other build's previous slice).
+	CPUSecs   float64 `json:"cpu_s"`
+	IdleCores float64 `json:"idle_cores"`
+	// The slice's figures, each a metric of the comparison.
+	MsPerEnv      float64 `json:"ms_per_envelope"`
+	Cores         float64 `json:"cores"`
+	P99           float64 `json:"p99_ms"`
+	PeakRSS       uint64  `json:"peak_rss_bytes"`
+	ForwardedRate float64 `json:"forwarded_per_s"`
+}
+
+// SliceRun is two builds compared in slices at one rate.
+type SliceRun struct {
+	Rate     float64       `json:"rate"`
+	Baseline string        `json:"baseline"`
+	Build    string        `json:"build"`
+	Slice    time.Duration `json:"slice_ns"`
+	Slices   []Slice       `json:"slices"`
+	// Ended says what ended the comparison: "precision" (the interval on
+	// CPU per envelope reached Config.Precision), "budget", "interrupted",
+	// or "failed: …".
+	Ended string        `json:"ended"`
+	Took  time.Duration `json:"took_ns"`
+	// Changes are the paired changes of the compared build against the
+	// baseline, one per metric, CPU per envelope first.
+	Changes []Change `json:"changes"`
+	// Idle is each build's idle cores measured before the first slice.
+	Idle map[string]float64 `json:"idle_cores"`
+}
+
+// Pairs is how many whole pairs the comparison holds.
+func (c *SliceRun) Pairs() int {
+	n := 0
+	for _, s := range c.Slices {
+		n = max(n, s.Pair)
+	}
+	if len(c.Slices)%2 == 1 {
+		n-- // the last pair lost its second slice
+	}
+	return n
+}
+
+// sliceBuild is one build's long-lived Relay and upstream in a comparison.
+type sliceBuild struct {
+	s    *step
+	idle float64 // its Relay's idle cores, measured last
+}
+
+// compareSlices compares the two builds at rate in slices.
+func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, budget time.Duration) *SliceRun {
+	cfg := r.cfg
+	start := time.Now()
+	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Idle: map[string]float64{}}
+	rep.SliceRuns = append(rep.SliceRuns, c)
+	defer func() {
+		c.Took = time.Since(start)
+		c.Changes = c.pairedChanges()
+	}()
+	var bs [2]*sliceBuild
+	for i, b := range cfg.Builds[:2] {
+		st := &Step{Index: i + 1, Build: b.Name, Rate: rate}
+		s := newStep(ctx, r, st, b)
+		defer s.close()
+		r.logf("comparison at %s: starting %s", rateLabel(rate), b.Name)
+		for _, ph := range s.startPhases() {
+			if err := ph.run(); err != nil {
+				c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s during %s's %s", err, b.Name, ph.name))
+				return c
+			}
+		}
+		bs[i] = &sliceBuild{s: s, idle: st.CPU.IdleCores}
+		c.Idle[b.Name] = st.CPU.IdleCores
+	}
+	// A pair takes two slices and their catch-ups; the first one's length
+	// is the estimate for the rest.
+	pairTook := 2 * (cfg.Slice + 3*time.Second)
+	for pair := 1; ; pair++ {
+		if err := ctx.Err(); err != nil {
+			c.Ended = "interrupted"
+			return c
+		}
+		if time.Since(start)+pairTook > budget {
+			c.Ended = "budget"
+			return c
+		}
+		t0 := time.Now()
+		order := []int{0, 1}
+		if pair%2 == 0 {
+			order = []int{1, 0}
+		}
+		for _, i := range order {
+			sl, err := r.runSlice(ctx, bs[i], bs[1-i], rate, pair)
+			if err != nil {
+				c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s in pair %d (%s)", err, pair, bs[i].s.build.Name))
+				return c
+			}
+			c.Slices = append(c.Slices, sl)
+		}
+		pairTook = time.Since(t0)
+		if cfg.Precision > 0 {
+			if ch := c.pairedChanges(); ch[0].Pairs >= MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
+				c.Ended = "precision"
+				return c
+			}
+		}
+	}
+}
+
+// sliceEnd is why a comparison ended after err: an interrupt, or err.
+func (r *runner) sliceEnd(ctx context.Context, failed string) string {
+	if ctx.Err() != nil {
+		return "interrupted"
+	}
+	r.logf("  %s", failed)
+	return failed
+}
+
+// runSlice drives build b for one slice while other idles, and measures
+// both: b's cost and other's idle CPU.
+func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float64, pair int) (Slice, error) {
+	cfg, s := r.cfg, b.s
+	sl := Slice{Build: s.build.Name, Pair: pair}
+	if err := s.check(); err != nil {
+		return sl, err
+	}
+	if err := other.s.check(); err != nil {
+		return sl, err
+	}
+	s.up.ResetStats()
+	if err := s.sampler.ResetPeakRSS(); err != nil {
+		r.note("a slice's peak RSS covers the whole comparison: " + err.Error())
+	}
+	a, errA := s.sampler.Read()
+	oa, errO := other.s.sampler.Read()
+	if errA != nil || errO != nil {
+		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errA, errO))
+	}
+	res, err := blast.Run(s.ctx, blast.Config{
+		Target: s.target, Pool: r.pool, Rate: rate, Duration: cfg.Slice,
+		MaxInflight: cfg.MaxInflight, Timeout: cfg.Timeout, Grace: blastGrace,
+	})
+	if err != nil {
+		return sl, fmt.Errorf("blast: %w", err)
+	}
+	d := r.drain(s.ctx, s.up, res.OK, false, time.Now())
+	if err := s.check(); err != nil {
+		return sl, err
+	}
+	z, errZ := s.sampler.Read()
+	oz, errOZ := other.s.sampler.Read()
+	if errZ != nil || errOZ != nil {
+		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errZ, errOZ))
+	}
+	st := s.up.Stats()
+	sl.Sent, sl.OK, sl.Forwarded = res.Sent, res.OK, st.DataEnvelopes
+	sl.Elapsed, sl.Settled = time.Duration(z.At-a.At), d.Settled
+	sl.CPUSecs = z.CPU - a.CPU
+	sl.IdleCores = b.idle
+	secs := sl.Elapsed.Seconds()
+	sl.Cores = sl.CPUSecs/secs - b.idle
+	if sl.Forwarded > 0 {
+		sl.MsPerEnv = (sl.CPUSecs - b.idle*secs) * 1000 / float64(sl.Forwarded)
+	}
+	sl.ForwardedRate = float64(sl.Forwarded) / cfg.Slice.Seconds()
+	if res.Latency.Count() > 0 {
+		sl.P99 = res.Latency.QuantileMillis(0.99)
+	}
+	if peak, err := s.sampler.PeakRSS(); err == nil {
+		sl.PeakRSS = peak
+	}
+	other.idle = relayproc.Cores(oa, oz)
+	r.logf("  pair %d, %s: %.3f ms/envelope, %.3f cores, forwarded %d of %d sent, p99 %.1f ms",
+		pair, sl.Build, sl.MsPerEnv, sl.Cores, sl.Forwarded, sl.Sent, sl.P99)
+	return sl, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pairedChanges are the run's changes of the build against the baseline,
+// one per metric (CPU per envelope first), over its whole pairs.
+func (c *SliceRun) pairedChanges() []Change {
+	metrics := []struct {
+		name string
+		of   func(Slice) float64
+	}{
+		{"ms_per_envelope", func(s Slice) float64 { return s.MsPerEnv }},
+		{"cores", func(s Slice) float64 { return s.Cores }},
+		{"p99_ms", func(s Slice) float64 { return s.P99 }},
+		{"peak_rss", func(s Slice) float64 { return float64(s.PeakRSS) }},
+		{"forwarded_per_s", func(s Slice) float64 { return s.ForwardedRate }},
+	}
+	byPair := map[int][2]*Slice{}
+	for i := range c.Slices {
+		s := &c.Slices[i]
+		p := byPair[s.Pair]
+		if s.Build == c.Baseline {
+			p[0] = s
+		} else {
+			p[1] = s
+		}
+		byPair[s.Pair] = p
+	}
+	out := make([]Change, len(metrics))
+	for i, m := range metrics {
+		var base, build []float64
+		for pair := 1; pair <= len(byPair); pair++ {
+			if p := byPair[pair]; p[0] != nil && p[1] != nil {
+				base, build = append(base, m.of(*p[0])), append(build, m.of(*p[1]))
+			}
+		}
+		out[i] = pairedChange(m.name, base, build)
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+package orchestrate
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStandinSlices compares two copies of the stand-in relay in slices:
+// both Relays start once, the traffic alternates ABBA, every slice's
+// envelopes reach its own upstream, and the budget ends the run with every
+// metric's paired change stated.
+func TestStandinSlices(t *testing.T) {
+	bin := standin(t)
+	copyBin := filepath.Join(t.TempDir(), "standin-copy")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyBin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := quick(100)
+	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "b", Bin: copyBin}}
+	cfg.Slices, cfg.Slice, cfg.Budget = true, time.Second, 14*time.Second
+	fastShutdown(&cfg)
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Steps) != 0 || len(rep.SliceRuns) != 1 {
+		t.Fatalf("steps %d, slice runs %d", len(rep.Steps), len(rep.SliceRuns))
+	}
+	run := rep.SliceRuns[0]
+	if run.Ended != "budget" || run.Pairs() < 2 || run.Took > 40*time.Second {
+		t.Fatalf("ended %q after %d pairs in %s", run.Ended, run.Pairs(), run.Took)
+	}
+	for i, sl := range run.Slices {
+		// ABBA: pair 1 a then b, pair 2 b then a, …
+		want := "a"
+		if (i%2 == 1) != (sl.Pair%2 == 0) {
+			want = "b"
+		}
+		if sl.Build != want || sl.Pair != i/2+1 {
+			t.Errorf("slice %d: build %s pair %d, want %s pair %d", i, sl.Build, sl.Pair, want, i/2+1)
+		}
+		if sl.Sent != 100 || sl.OK != sl.Sent || sl.Forwarded != sl.OK || !sl.Settled {
+			t.Errorf("slice %d: sent %d ok %d forwarded %d settled %v", i, sl.Sent, sl.OK, sl.Forwarded, sl.Settled)
+		}
+		if sl.MsPerEnv <= 0 || sl.CPUSecs <= 0 || sl.PeakRSS == 0 || sl.ForwardedRate != 100 {
+			t.Errorf("slice %d: %+v", i, sl)
+		}
+		if sl.IdleCores < 0 || sl.Cores > sl.CPUSecs/sl.Elapsed.Seconds() {
+			t.Errorf("slice %d: idle %.4f, cores %.4f from %.3f s of CPU over %s", i, sl.IdleCores, sl.Cores, sl.CPUSecs, sl.Elapsed)
+		}
+	}
+	if len(run.Changes) != 5 || run.Changes[0].Metric != "ms_per_envelope" {
+		t.Fatalf("changes %+v", run.Changes)
+	}
+	for _, c := range run.Changes {
+		if c.Pairs != run.Pairs() || c.Low > c.Pct || c.High < c.Pct || c.Verdict == "" {
+			t.Errorf("change %+v over %d pairs", c, run.Pairs())
+		}
+	}
+	if len(processesMentioning(copyBin)) != 0 {
+		t.Errorf("a Relay outlived the run: %v", processesMentioning(copyBin))
+	}
+}
+
+func TestSlicesConfig(t *testing.T) {
+	two := []Build{{Name: "a", Bin: "/x"}, {Name: "b", Bin: "/y"}}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"one build", func(c *Config) { c.Builds = two[:1] }, "Slices: compares two builds"},
+		{"rounds", func(c *Config) { c.Rounds = 3 }, "does not go with FindMax, Rounds or Fault"},
+		{"max", func(c *Config) { c.Rates = []float64{RateMax} }, "max is not one"},
+		{"short slice", func(c *Config) { c.Slice = time.Millisecond }, "Slice: 1ms: want 1s..10m"},
+		{"precision", func(c *Config) { c.Precision = 3 }, "Precision: 3: want a fraction"},
+		{"budget", func(c *Config) { c.Budget = 5 * time.Second }, "Budget: 5s: want at least two slices"},
+	} {
+		cfg := Config{Builds: two, Rates: []float64{100}, Slices: true}
+		tc.mod(&cfg)
+		if _, err := cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	cfg, err := Config{Builds: two, Rates: []float64{100}, Slices: true}.withDefaults()
+	if err != nil || cfg.Slice != DefaultSlice || cfg.Budget != DefaultBudget {
+		t.Errorf("defaults: slice %s budget %s, %v", cfg.Slice, cfg.Budget, err)
+	}
+}
+
+// TestPairedChange checks the interval against hand-computed cases.
+func TestPairedChange(t *testing.T) {
+	// Ratios 1.1, 1.1, 1.1: no spread, a 10% change with a zero-width interval.
+	c := pairedChange("x", []float64{1, 2, 3}, []float64{1.1, 2.2, 3.3})
+	if c.Pairs != 3 || !near(c.Pct, 10, 1e-9) || !near(c.HalfWidth, 0, 1e-9) || c.Verdict != VerdictHigher {
+		t.Errorf("constant ratio: %+v", c)
+	}
+	// Log ratios ±d: mean 0, sd = d·√2 over two pairs, t(0.975, 1) = 12.706.
+	d := 0.01
+	c = pairedChange("x", []float64{1, 1}, []float64{1 + 0.0, 1 + 0.0})
+	if c.Verdict != "no change beyond ±0.0%" {
+		t.Errorf("identical: %+v", c)
+	}
+	c = pairedChange("x", []float64{1, 1}, []float64{expf(d), expf(-d)})
+	wantH := 12.706204736 * d * 1.4142135623730951 / 1.4142135623730951
+	if !near(c.High, 100*(expf(wantH)-1), 1e-3) || !near(c.Low, 100*(expf(-wantH)-1), 1e-3) || !strings.HasPrefix(c.Verdict, "no change beyond ±") {
+		t.Errorf("±1%%: %+v, want high %.4f", c, 100*(expf(wantH)-1))
+	}
+	// A 5% drop in every pair with 1% noise: lower.
+	base := []float64{10, 10, 10, 10, 10, 10}
+	build := []float64{9.4, 9.5, 9.6, 9.45, 9.55, 9.5}
+	if c := pairedChange("x", base, build); c.Verdict != VerdictLower || c.High >= 0 {
+		t.Errorf("5%% drop: %+v", c)
+	}
+	// Fewer than two usable pairs.
+	if c := pairedChange("x", []float64{1, 0}, []float64{1, 2}); c.Verdict != VerdictTooFewPairs || c.Pairs != 1 {
+		t.Errorf("one pair: %+v", c)
+	}
+}
+
+func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
+
+func expf(x float64) float64 { return math.Exp(x) }
