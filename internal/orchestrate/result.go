@@ -22,7 +22,7 @@ type Report struct {
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// SliceRuns are the comparisons in slices (Config.Slices), per rate.
 	SliceRuns []*SliceRun `json:"slice_runs,omitempty"`
-	FindMax     []FindMax    `json:"find_max,omitempty"`
+	FindMax   []FindMax   `json:"find_max,omitempty"`
 	// KeptUpWith is the highest rate the baseline build kept up with, per
 	// build name (0: none).
 	KeptUpWith map[string]float64 `json:"kept_up_with"`
