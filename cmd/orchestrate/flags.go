@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +20,13 @@ type options struct {
 	relayBin, relayName, rates, maxRSS, quotasFile, fault, relayConf string
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
 	statsdListen, mix, encoding, out, baseline, failOn               string
+	compareIn, precision                                             string
 
 	concurrency, rounds, userAgents, poolSize, projects, maxInflight, probes int
 	seed                                                                     uint64
 
 	duration, warmup, idle, readyTO, shutTO, warmTO, drainTO, maxCatchUp, maxP99, timeout time.Duration
+	slice, budget                                                                         time.Duration
 
 	inbound, findMax, keep, uniqueUA, quiet, perfHarness bool
 
@@ -78,7 +81,11 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's results.json to hold this one against (with --fail-on)")
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 if a figure changed against --baseline beyond a threshold: 'cpu_ms_per_envelope>+5%,p99>+20%,forwarded_rate<-5%'")
-	fs.Var(&o.compare, "compare", "other builds, NAME=BIN,…: run alternately with --relay-bin in every round, change in % reported")
+	fs.Var(&o.compare, "compare", "another build, NAME=BIN[:CONFIG.yml] (CONFIG.yml merged into its Relay's config; a relayload: section sets inbound_filters for its fake upstream), compared with --relay-bin")
+	fs.StringVar(&o.compareIn, "compare-in", "", "how --compare runs: slices (both Relays started once, traffic alternating in ABBA pairs of --slice until --precision or --budget; the default) or steps (a fresh Relay per step and round; the default with --rounds, --find-max or --fault)")
+	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare-in slices: how long each build takes the traffic in turn")
+	fs.StringVar(&o.precision, "precision", "", "with --compare-in slices: stop once the 95% interval of the change in CPU per envelope is within ±this, e.g. 3%")
+	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare-in slices: the longest a comparison may take, split over the rates")
 }
 
 // flagNames maps orchestrate.Config fields to the flags that set them, so
@@ -96,6 +103,7 @@ func flagNames() map[string]string {
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on",
+		"Slices": "--compare-in slices", "Slice": "--slice", "Precision": "--precision", "Budget": "--budget",
 	}
 }
 
@@ -186,14 +194,69 @@ func (o *options) builds(cfg *orchestrate.Config) error {
 	for _, c := range o.compare {
 		name, bin, ok := strings.Cut(c, "=")
 		if !ok || name == "" || bin == "" {
-			return cli.Usagef("--compare %q: want NAME=BIN", c)
+			return cli.Usagef("--compare %q: want NAME=BIN[:CONFIG.yml]", c)
 		}
-		cfg.Builds = append(cfg.Builds, orchestrate.Build{Name: name, Bin: bin})
+		b := orchestrate.Build{Name: name, Bin: bin}
+		if i := strings.LastIndexByte(bin, ':'); i > 0 && (strings.HasSuffix(bin, ".yml") || strings.HasSuffix(bin, ".yaml")) {
+			b.Bin = bin[:i]
+			var err error
+			if b.RelayConfig, b.InboundFilters, err = buildConfig(bin[i+1:]); err != nil {
+				return cli.Usagef("--compare %q: %v", c, err)
+			}
+		}
+		cfg.Builds = append(cfg.Builds, b)
 	}
 	if len(o.compare) > 0 && o.relayBin == "" {
 		return cli.Usagef("--compare needs --relay-bin (the baseline)")
 	}
+	switch o.compareIn {
+	case "":
+		cfg.Slices = len(o.compare) > 0 && o.rounds <= 1 && !o.findMax && o.fault == ""
+	case "slices":
+		cfg.Slices = len(o.compare) > 0
+	case "steps":
+	default:
+		return cli.Usagef("--compare-in %q: want slices or steps", o.compareIn)
+	}
+	if !cfg.Slices {
+		return nil
+	}
+	cfg.Slice, cfg.Budget = o.slice, o.budget
+	if o.precision != "" {
+		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.precision), "%"), 64)
+		if err != nil || p <= 0 || p >= 100 {
+			return cli.Usagef("--precision %q: want a percentage such as 3%%", o.precision)
+		}
+		cfg.Precision = p / 100
+	}
 	return nil
+}
+
+// buildConfig reads a compared build's CONFIG.yml: Relay config overrides
+// and, in its relayload: section, the build's own fake-upstream settings.
+func buildConfig(path string) (relayconfig.Config, *bool, error) {
+	conf, err := relayconfig.LoadOverrides(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	own, ok := conf["relayload"]
+	if !ok {
+		return conf, nil, nil
+	}
+	delete(conf, "relayload")
+	m, ok := own.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: relayload: want a mapping (inbound_filters: true|false)", path)
+	}
+	var filters *bool
+	for k, v := range m {
+		b, isBool := v.(bool)
+		if k != "inbound_filters" || !isBool {
+			return nil, nil, fmt.Errorf("%s: relayload.%s: the relayload section takes inbound_filters: true|false", path, k)
+		}
+		filters = &b
+	}
+	return conf, filters, nil
 }
 
 // specs parses the flags whose values are specs or files.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/testutil"
 )
 
@@ -43,6 +44,12 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{[]string{"--rates", "100", "--perf", "x.data"}, "--perf: needs a Relay to measure (--relay-bin)"},
 		{[]string{"--rates", "100", "--fault", "outage=40s"}, "--fault: \"outage=40s\" starts at"},
 		{[]string{"--rates", "100", "extra"}, "unexpected argument"},
+		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true", "--compare-in", "turns"}, `--compare-in "turns": want slices or steps`},
+		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true", "--precision", "soon"}, `--precision "soon": want a percentage such as 3%`},
+		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true", "--slice", "10ms"}, "--slice: 10ms: want 1s..10m"},
+		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true", "--compare-in", "slices", "--rounds", "3"}, "--compare-in slices: does not go with"},
+		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true:/nonexistent.yml"}, `--compare "b=/bin/true:/nonexistent.yml"`},
+		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true:" + badSection(t)}, "the relayload section takes inbound_filters: true|false"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer
@@ -305,5 +312,35 @@ func TestRelayReportBadFlags(t *testing.T) {
 		if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "orchestrate relay-report: ") {
 			t.Errorf("%v: exit %d, stderr %q, want exit 2 and one line with %q", tc.args, code, stderr.String(), tc.want)
 		}
+	}
+}
+
+// badSection is a build's CONFIG.yml whose relayload section has a key it
+// does not take.
+func badSection(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "b.yml")
+	if err := os.WriteFile(p, []byte("relayload:\n  inbound_filter: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestBuildConfig: a compared build's CONFIG.yml gives Relay overrides and,
+// from its relayload section, the build's own inbound filters.
+func TestBuildConfig(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "filters.yml")
+	if err := os.WriteFile(p, []byte("limits:\n  max_thread_count: 2\nrelayload:\n  inbound_filters: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o options
+	var cfg orchestrate.Config
+	o.relayBin, o.relayName, o.compare = "/bin/true", "a", []string{"b=/bin/true:" + p}
+	if err := o.builds(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Builds[1]
+	if b.Bin != "/bin/true" || b.InboundFilters == nil || !*b.InboundFilters || b.RelayConfig["relayload"] != nil ||
+		b.RelayConfig["limits"] == nil || !cfg.Slices || cfg.Builds[0].InboundFilters != nil {
+		t.Errorf("builds %+v, slices %v", cfg.Builds, cfg.Slices)
 	}
 }

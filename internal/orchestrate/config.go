@@ -77,6 +77,11 @@ type Build struct {
 	// Version is the first line the binary prints for --version (empty if
 	// it prints nothing in time); Run fills it in.
 	Version string `json:"version,omitempty"`
+	// RelayConfig is merged over Config.RelayConfig for this build alone,
+	// and InboundFilters, when set, replaces Config.InboundFilters for its
+	// fake upstream: the same binary with other settings is a build too.
+	RelayConfig    relayconfig.Config `json:"relay_config,omitempty"`
+	InboundFilters *bool              `json:"inbound_filters,omitempty"`
 }
 
 // Config describes a sweep.

@@ -64,16 +64,19 @@ type SliceRun struct {
 	Idle map[string]float64 `json:"idle_cores"`
 }
 
-// Pairs is how many whole pairs the comparison holds.
+// Pairs is how many whole pairs (a slice of each build) the run holds.
 func (c *SliceRun) Pairs() int {
-	n := 0
+	n := map[int]int{}
 	for _, s := range c.Slices {
-		n = max(n, s.Pair)
+		n[s.Pair]++
 	}
-	if len(c.Slices)%2 == 1 {
-		n-- // the last pair lost its second slice
+	whole := 0
+	for _, k := range n {
+		if k == 2 {
+			whole++
+		}
 	}
-	return n
+	return whole
 }
 
 // sliceBuild is one build's long-lived Relay and upstream in a comparison.

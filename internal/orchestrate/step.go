@@ -199,9 +199,13 @@ func (s *step) makeDir() error {
 
 // startUpstream starts a fresh fake upstream on a free loopback port.
 func (s *step) startUpstream() error {
+	filters := s.cfg.InboundFilters
+	if s.build.InboundFilters != nil {
+		filters = *s.build.InboundFilters
+	}
 	up, err := upstream.Start(upstream.Config{
 		Projects: s.r.projects, VerifySignatures: !s.harness, AllowList: !s.harness, Seed: s.cfg.Seed,
-		Quotas: s.cfg.Quotas, InboundFilters: s.cfg.InboundFilters,
+		Quotas: s.cfg.Quotas, InboundFilters: filters,
 	})
 	if err != nil {
 		return fmt.Errorf("fake upstream: %w", err)
@@ -239,6 +243,7 @@ func (s *step) startRelay() error {
 		Upstream: s.up.URL + "/", Host: "127.0.0.1", Port: port, LogLevel: s.cfg.RelayLogLevel,
 		Threads: s.r.threads, StatsD: statsdAddr,
 	}), s.cfg.RelayConfig)
+	conf = relayconfig.Merge(conf, s.build.RelayConfig)
 	host, port := relayAddr(conf, port)
 	s.grace = max(s.cfg.ShutdownTimeout, relayconfig.ShutdownTimeout(conf)+shutdownMargin)
 	cfgDir := filepath.Join(s.dir, "config")

@@ -18,6 +18,9 @@ import (
 // ceiling ("At 1,400/s it forwarded only 770/s: …") and what a step sent
 // as fast as possible did ("Sent as fast as possible (64 senders): …").
 func Headline(rep *orchestrate.Report) string {
+	if len(rep.SliceRuns) > 0 {
+		return sliceHeadline(rep)
+	}
 	var lines []string
 	for _, b := range rep.Setup.Builds {
 		best := 0.0
@@ -290,7 +293,7 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, Headline(rep))
-	for _, section := range []func(){pg.perRate, pg.findMax, pg.comparisons, pg.gate, pg.steps, pg.outcomes, pg.statsd,
+	for _, section := range []func(){pg.sliceRuns, pg.perRate, pg.findMax, pg.comparisons, pg.gate, pg.steps, pg.outcomes, pg.statsd,
 		pg.canaries, pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
 		section()
 	}

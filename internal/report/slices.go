@@ -1,0 +1,78 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/relayload/relayload/internal/orchestrate"
+)
+
+// metricLabels name a paired change's metric for a reader.
+var metricLabels = map[string]string{
+	"ms_per_envelope": "CPU per envelope", "cores": "cores", "p99_ms": "p99 latency",
+	"peak_rss": "peak RSS", "forwarded_per_s": "forwarded/s",
+}
+
+// pct1 is a change in percent with one decimal and its sign.
+func pct1(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	switch {
+	case v > 0:
+		return "+" + s + "%"
+	case strings.HasPrefix(s, "-"):
+		return "−" + s[1:] + "%"
+	}
+	return "±" + s + "%"
+}
+
+// changeVerdict says a paired change in words: lower or higher with its
+// interval, or the resolution the run reached.
+func changeVerdict(c orchestrate.Change) string {
+	switch c.Verdict {
+	case orchestrate.VerdictLower, orchestrate.VerdictHigher:
+		return fmt.Sprintf("%s: %s (95%% interval %s to %s)", c.Verdict, pct1(c.Pct), pct1(c.Low), pct1(c.High))
+	}
+	return c.Verdict
+}
+
+// sliceHeadline is the headline of a comparison in slices: per rate, the
+// change in CPU per envelope, how many pairs, and what ended the run.
+func sliceHeadline(rep *orchestrate.Report) string {
+	var lines []string
+	for _, r := range rep.SliceRuns {
+		head := fmt.Sprintf("%s against %s at %s/s: ", r.Build, r.Baseline, Num(r.Rate))
+		if len(r.Changes) == 0 || r.Changes[0].Pairs < 2 {
+			lines = append(lines, head+fmt.Sprintf("no verdict, %d whole pairs (%s).", r.Pairs(), r.Ended))
+			continue
+		}
+		c := r.Changes[0]
+		lines = append(lines, head+fmt.Sprintf("CPU per envelope %s; %d pairs of %s slices in %s, ended by %s.",
+			changeVerdict(c), c.Pairs, r.Slice, r.Took.Round(1e9), r.Ended))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sliceRuns writes each comparison in slices: every metric's paired change
+// and the slices' medians.
+func (pg *page) sliceRuns() {
+	w, rep := pg.w, pg.rep
+	for _, r := range rep.SliceRuns {
+		pg.h(fmt.Sprintf("%s against %s at %s/s, in slices", r.Build, r.Baseline, Num(r.Rate)))
+		t := NewTable("metric", ">pairs", ">change", ">95% interval", "verdict")
+		for _, c := range r.Changes {
+			iv := "–"
+			if c.Pairs >= 2 {
+				iv = pct1(c.Low) + " to " + pct1(c.High)
+			}
+			t.Add(metricLabels[c.Metric], strconv.Itoa(c.Pairs), pct1(c.Pct), iv, c.Verdict)
+		}
+		t.Write(w)
+		fmt.Fprintf(w, "\n%d slices of %s, each build's Relay started once; ended by %s after %s. "+
+			"change: the geometric mean of the per-pair ratios %s/%s, each pair the two builds back to back in alternating order; "+
+			"95%% interval: Student's t on the log ratios; a change is lower or higher only when its interval excludes no change, "+
+			"otherwise the run shows no change beyond the interval's half-width. "+
+			"CPU per envelope: the Relay's CPU over its slice and the catch-up after it, less its idle CPU measured over the other build's slice, per envelope forwarded.\n",
+			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline)
+	}
+}

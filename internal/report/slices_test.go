@@ -1,0 +1,38 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayload/relayload/internal/orchestrate"
+)
+
+func TestSliceRunText(t *testing.T) {
+	run := &orchestrate.SliceRun{Rate: 300, Baseline: "main", Build: "branch", Slice: 10 * time.Second, Ended: "precision", Took: 7 * time.Minute,
+		Slices: make([]orchestrate.Slice, 40),
+		Changes: []orchestrate.Change{
+			{Metric: "ms_per_envelope", Pairs: 20, Pct: -4.12, Low: -5.9, High: -2.3, HalfWidth: 1.8, Verdict: orchestrate.VerdictLower},
+			{Metric: "p99_ms", Pairs: 20, Pct: 1.2, Low: -3.1, High: 5.6, HalfWidth: 4.4, Verdict: "no change beyond ±4.4%"},
+		}}
+	rep := &orchestrate.Report{SliceRuns: []*orchestrate.SliceRun{run}}
+	h := Headline(rep)
+	want := "branch against main at 300/s: CPU per envelope lower: −4.1% (95% interval −5.9% to −2.3%); 20 pairs of 10s slices in 7m0s, ended by precision."
+	if h != want {
+		t.Errorf("headline\n%s\nwant\n%s", h, want)
+	}
+	var b strings.Builder
+	Text(&b, rep)
+	for _, s := range []string{"branch against main at 300/s, in slices", "CPU per envelope", "−5.9% to −2.3%", "p99 latency", "no change beyond ±4.4%", "40 slices of 10s"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("text lacks %q:\n%s", s, b.String())
+		}
+	}
+	// Too few pairs: no verdict, and says why the run ended.
+	run.Changes = []orchestrate.Change{{Metric: "ms_per_envelope", Pairs: 1, Verdict: orchestrate.VerdictTooFewPairs}}
+	run.Slices = []orchestrate.Slice{{Pair: 1, Build: "main"}, {Pair: 1, Build: "branch"}, {Pair: 2, Build: "branch"}}
+	run.Ended = "failed: relay exited"
+	if h := Headline(rep); !strings.Contains(h, "no verdict, 1 whole pairs (failed: relay exited)") {
+		t.Errorf("headline %q", h)
+	}
+}
