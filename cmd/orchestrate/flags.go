@@ -151,16 +151,18 @@ func (o *options) config() (orchestrate.Config, error) {
 }
 
 // gate reads --baseline and parses --fail-on (both or neither).
-func (o *options) gate() (*orchestrate.Report, []orchestrate.Threshold, error) {
-	if (o.baseline == "") != (o.failOn == "") {
-		return nil, nil, cli.Usagef("--baseline and --fail-on go together")
-	}
-	if o.baseline == "" {
+func (o *options) gate(cfg orchestrate.Config) (*orchestrate.Report, []orchestrate.Threshold, error) {
+	switch {
+	case o.baseline != "" && o.failOn == "":
+		return nil, nil, cli.Usagef("--baseline needs --fail-on")
+	case o.failOn == "":
 		return nil, nil, nil
+	case o.baseline == "" && !cfg.Slices:
+		return nil, nil, cli.Usagef("--fail-on needs --baseline, or --compare in slices (the gate then holds the change's interval against it)")
 	}
 	ths, err := orchestrate.ParseThresholds(o.failOn)
-	if err != nil {
-		return nil, nil, err
+	if err != nil || o.baseline == "" {
+		return nil, ths, err
 	}
 	base, err := orchestrate.ReadReport(o.baseline)
 	return base, ths, err

@@ -42,7 +42,9 @@ func main() {
 }
 
 const exitStatus = `
-Exit status: 0 all steps ran, 1 some step failed or a --fail-on threshold was crossed, 2 bad usage, 130 interrupted.
+Exit status: 0 all steps ran, 1 some step failed or a --fail-on threshold was crossed, 2 bad usage,
+3 inconclusive (a --fail-on threshold inside the interval of a comparison in slices: rerun
+with a larger --budget), 130 interrupted.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -66,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg, err = o.config()
 	}
 	if err == nil {
-		g.base, g.thresholds, err = o.gate()
+		g.base, g.thresholds, err = o.gate(cfg)
 		g.path = o.baseline
 	}
 	if err != nil {
@@ -96,8 +98,16 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}
 	stop() // a second Ctrl-C now kills at once
-	if g.base != nil && !rep.Interrupted {
+	switch {
+	case rep.Interrupted || g.thresholds == nil:
+	case g.base != nil:
 		res := orchestrate.Gate(rep, g.base, g.path, g.thresholds)
+		rep.Gate = &res
+	default:
+		res, err := orchestrate.IntervalGate(rep, g.thresholds)
+		if err != nil {
+			return cli.Exit("orchestrate", err, stderr, flagNames())
+		}
 		rep.Gate = &res
 	}
 	report.Text(stdout, rep)
@@ -119,8 +129,18 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		fmt.Fprintf(stderr, "orchestrate: %d step(s) failed\n", rep.Failed)
 		return cli.Failed
 	case rep.Gate != nil && len(rep.Gate.Breaches) > 0:
-		fmt.Fprintf(stderr, "orchestrate: %d threshold(s) crossed against %s\n", len(rep.Gate.Breaches), g.path)
+		against := g.path
+		if against == "" {
+			against = "the baseline build (the whole interval beyond it)"
+		}
+		fmt.Fprintf(stderr, "orchestrate: %d threshold(s) crossed against %s\n", len(rep.Gate.Breaches), against)
 		return cli.Failed
+	case rep.Gate != nil && len(rep.Gate.Inconclusive) > 0:
+		for _, b := range rep.Gate.Inconclusive {
+			fmt.Fprintf(stderr, "orchestrate: inconclusive: %s\n", b)
+		}
+		fmt.Fprintln(stderr, "orchestrate: the interval straddles a threshold: rerun with a larger --budget (exit 3)")
+		return cli.Inconclusive
 	}
 	return cli.OK
 }

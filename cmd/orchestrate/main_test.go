@@ -287,7 +287,7 @@ func TestFailOn(t *testing.T) {
 		}
 	}
 	stderr.Reset()
-	if code := run(append(args, "--fail-on", "p99>+20%"), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--baseline and --fail-on go together") {
+	if code := run(append(args, "--fail-on", "p99>+20%"), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--fail-on needs --baseline, or --compare in slices") {
 		t.Errorf("--fail-on alone: exit %d %q", code, stderr.String())
 	}
 	stderr.Reset()

@@ -4,7 +4,8 @@
 // to --help, exit status 2 for it, and a library's configuration errors
 // (package configerr, which name Config fields) rendered with flag names.
 //
-// Exit statuses: 0 done, 1 failed, 2 bad usage, 130 interrupted.
+// Exit statuses: 0 done, 1 failed, 2 bad usage, 3 inconclusive (a CI gate
+// whose interval straddles its threshold), 130 interrupted.
 package cli
 
 import (
@@ -25,6 +26,9 @@ const (
 	Failed      = 1
 	Usage       = 2
 	Interrupted = 130
+	// Inconclusive: a CI gate could not tell (an interval straddles a
+	// threshold); a larger budget may.
+	Inconclusive = 3
 )
 
 // UsageError is bad input on the command line.

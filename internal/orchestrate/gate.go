@@ -74,9 +74,15 @@ type Breach struct {
 	Baseline  float64   `json:"baseline"`
 	Value     float64   `json:"value"`
 	Change    float64   `json:"change_pct"`
+	// Low and High bound the change's 95% interval (IntervalGate).
+	Low  float64 `json:"low_pct,omitempty"`
+	High float64 `json:"high_pct,omitempty"`
 }
 
 func (b Breach) String() string {
+	if b.Low != 0 || b.High != 0 {
+		return fmt.Sprintf("%s at %s: %+.1f%% (95%% interval %+.1f%% to %+.1f%%), threshold %s", b.Build, rateLabel(b.Rate), b.Change, b.Low, b.High, b.Threshold.Spec)
+	}
 	return fmt.Sprintf("%s at %s: %.4g → %.4g (%+.1f%%), threshold %s", b.Build, rateLabel(b.Rate), b.Baseline, b.Value, b.Change, b.Threshold.Spec)
 }
 
@@ -88,6 +94,9 @@ type GateResult struct {
 	// rates of this run the baseline has no kept-up or fell-behind point for.
 	Compared int       `json:"compared"`
 	Missing  []float64 `json:"missing,omitempty"`
+	// Inconclusive are the thresholds whose change's interval straddles
+	// them (IntervalGate): neither crossed nor passed at this resolution.
+	Inconclusive []Breach `json:"inconclusive,omitempty"`
 }
 
 // Gate compares every point of rep's first build with the baseline's

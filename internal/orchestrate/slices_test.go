@@ -131,3 +131,41 @@ func TestPairedChange(t *testing.T) {
 func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
 
 func expf(x float64) float64 { return math.Exp(x) }
+
+// TestIntervalGate: a threshold is crossed only when the whole interval is
+// beyond it, passed when it is all within, inconclusive when it straddles.
+func TestIntervalGate(t *testing.T) {
+	run := func(low, pct, high float64) *Report {
+		return &Report{SliceRuns: []*SliceRun{{Rate: 300, Build: "b", Changes: []Change{
+			{Metric: "ms_per_envelope", Pairs: 20, Low: low, Pct: pct, High: high},
+		}}}}
+	}
+	ths, err := ParseThresholds("cpu_ms_per_envelope>+5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		low, pct, high         float64
+		breaches, inconclusive int
+	}{
+		{6, 8, 10, 1, 0},    // all above +5%
+		{-2, 0, 2, 0, 0},    // all within
+		{3, 6, 9, 0, 1},     // straddles +5%
+		{-1, 2, 5, 0, 0},    // touches it from within
+		{-12, -9, -6, 0, 0}, // faster
+	} {
+		g, err := IntervalGate(run(tc.low, tc.pct, tc.high), ths)
+		if err != nil || len(g.Breaches) != tc.breaches || len(g.Inconclusive) != tc.inconclusive || g.Compared != 1 {
+			t.Errorf("%+v: %+v %v", tc, g, err)
+		}
+	}
+	shrink, _ := ParseThresholds("forwarded_rate<-5%")
+	rep := &Report{SliceRuns: []*SliceRun{{Changes: []Change{{Metric: "forwarded_per_s", Pairs: 9, Low: -9, Pct: -7, High: -6}}}}}
+	if g, _ := IntervalGate(rep, shrink); len(g.Breaches) != 1 {
+		t.Errorf("forwarded/s down 6–9%% with a −5%% threshold: %+v", g)
+	}
+	max, _ := ParseThresholds("max>+5%")
+	if _, err := IntervalGate(rep, max); err == nil || !strings.Contains(err.Error(), "FailOn") {
+		t.Errorf("a metric slices do not pair: %v", err)
+	}
+}
