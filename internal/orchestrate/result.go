@@ -42,9 +42,13 @@ type Host struct {
 
 // Setup echoes the options that shape the numbers.
 type Setup struct {
-	Builds           []Build       `json:"builds"`
-	Rates            []float64     `json:"rates"`
-	Rounds           int           `json:"rounds"`
+	Builds []Build   `json:"builds"`
+	Rates  []float64 `json:"rates"`
+	Rounds int       `json:"rounds"`
+	// Slice, Precision and Budget shape a comparison in slices.
+	Slice            time.Duration `json:"slice_ns,omitempty"`
+	Precision        float64       `json:"precision,omitempty"`
+	Budget           time.Duration `json:"budget_ns,omitempty"`
 	FindMax          bool          `json:"find_max,omitempty"`
 	Duration         time.Duration `json:"duration_ns"`
 	Warmup           time.Duration `json:"warmup_ns"`

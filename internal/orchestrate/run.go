@@ -130,6 +130,9 @@ func (r *runner) newReport(harnessCPUs string) *Report {
 		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
 		StatsDMetrics: cfg.StatsDMetrics, HarnessProcs: runtime.GOMAXPROCS(0), HarnessSysmon: sysmonState(),
 	}
+	if cfg.Slices {
+		rep.Setup.Slice, rep.Setup.Precision, rep.Setup.Budget = cfg.Slice, cfg.Precision, cfg.Budget
+	}
 	if rep.Setup.Encoding == "" {
 		rep.Setup.Encoding = string(compression.Identity)
 	}

@@ -110,6 +110,16 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 		bs[i] = &sliceBuild{s: s, idle: st.CPU.IdleCores}
 		c.Idle[b.Name] = st.CPU.IdleCores
 	}
+	// One slice of traffic to each build first, not measured: a Relay's
+	// first seconds under load cost more than the rest.
+	for _, b := range bs {
+		r.logf("  %s: a slice of traffic, not measured", b.s.build.Name)
+		if _, err := blast.Run(b.s.ctx, blast.Config{Target: b.s.target, Pool: r.pool, Rate: rate, Duration: cfg.Slice,
+			MaxInflight: cfg.MaxInflight, Timeout: cfg.Timeout, Grace: blastGrace}); err != nil {
+			c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: warm-up of %s: %v", b.s.build.Name, err))
+			return c
+		}
+	}
 	// A pair takes two slices and their catch-ups; the first one's length
 	// is the estimate for the rest.
 	pairTook := 2 * (cfg.Slice + 3*time.Second)

@@ -76,3 +76,11 @@ func (pg *page) sliceRuns() {
 			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline)
 	}
 }
+
+// sliceStop says what ends a comparison in slices.
+func sliceStop(s orchestrate.Setup) string {
+	if s.Precision > 0 {
+		return fmt.Sprintf("the 95%% interval of the change in CPU per envelope is within ±%g%% or %s is spent", 100*s.Precision, s.Budget)
+	}
+	return fmt.Sprintf("%s is spent", s.Budget)
+}

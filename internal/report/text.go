@@ -302,6 +302,9 @@ func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []st
 // perRate writes the per-rate table (medians over rounds) and what its columns mean.
 func (pg *page) perRate() {
 	w, rep, multi, rounds, proc := pg.w, pg.rep, pg.multi, pg.rounds, pg.proc
+	if len(rep.Steps) == 0 {
+		return // a comparison in slices has no steps
+	}
 	pg.h("Per rate" + map[bool]string{true: fmt.Sprintf(" (median of %d rounds)", rep.Setup.Rounds), false: ""}[rounds])
 	cols := []string{}
 	if multi {
@@ -440,6 +443,9 @@ func (pg *page) comparisons() {
 // steps writes one row per step.
 func (pg *page) steps() {
 	w, rep, multi, rounds := pg.w, pg.rep, pg.multi, pg.rounds
+	if len(rep.Steps) == 0 {
+		return
+	}
 	pg.h("Steps")
 	cols := []string{">#"}
 	if multi {
@@ -682,8 +688,13 @@ func (pg *page) setup() {
 	fmt.Fprintf(w, "Traffic: mix %s, %d projects (Zipf), pool of %d envelopes (%s raw, %s on the wire, %s), %d user agents%s, seed %d.\n",
 		s.Mix, s.Projects, s.PoolSize, mb(float64(s.PoolBytes["raw"])), mb(float64(s.PoolBytes["encoded"])), s.Encoding,
 		s.UserAgents, map[bool]string{true: " (every envelope its own)", false: ""}[s.UniqueUserAgents], s.Seed)
-	fmt.Fprintf(w, "Each step: fresh fake upstream and %s, warm-up, %s idle, %s blast warm-up (discarded), %s measured, drain, shutdown.",
-		map[bool]string{true: "no Relay (blast → fake upstream)", false: "Relay"}[rep.Harness], s.Idle, s.Warmup, s.Duration)
+	if len(rep.SliceRuns) > 0 {
+		fmt.Fprintf(w, "Each comparison: per build a fake upstream and a Relay started once, warm-up, %s idle, a slice of traffic to each (discarded), then pairs of %s slices in alternating order until %s.",
+			s.Idle, s.Slice, sliceStop(s))
+	} else {
+		fmt.Fprintf(w, "Each step: fresh fake upstream and %s, warm-up, %s idle, %s blast warm-up (discarded), %s measured, drain, shutdown.",
+			map[bool]string{true: "no Relay (blast → fake upstream)", false: "Relay"}[rep.Harness], s.Idle, s.Warmup, s.Duration)
+	}
 	if s.RelayCPUs != "" {
 		fmt.Fprintf(w, " Relay pinned to CPUs %s", s.RelayCPUs)
 		if s.HarnessCPUs != "" {
