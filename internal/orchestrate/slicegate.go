@@ -7,6 +7,7 @@ import "github.com/relayload/relayload/internal/configerr"
 var sliceMetrics = map[string]string{
 	"cpu_ms_per_envelope": "ms_per_envelope", "cores": "cores", "p99": "p99_ms",
 	"peak_rss": "peak_rss", "forwarded_rate": "forwarded_per_s",
+	"instructions_per_envelope": "instructions_per_envelope",
 }
 
 // IntervalGate holds each threshold against the paired change of every
@@ -19,7 +20,7 @@ func IntervalGate(rep *Report, ths []Threshold) (GateResult, error) {
 	var g GateResult
 	for _, th := range ths {
 		if _, ok := sliceMetrics[th.Metric]; !ok {
-			return g, configerr.Errorf("FailOn", "%q: a comparison in slices pairs cpu_ms_per_envelope, cores, p99, peak_rss and forwarded_rate", th.Spec)
+			return g, configerr.Errorf("FailOn", "%q: a comparison in slices pairs cpu_ms_per_envelope, cores, p99, peak_rss, forwarded_rate and (with a PMU) instructions_per_envelope", th.Spec)
 		}
 	}
 	for _, r := range rep.SliceRuns {

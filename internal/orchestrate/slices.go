@@ -7,6 +7,7 @@ import (
 
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/perfcount"
 )
 
 // A comparison in slices (Config.Slices) starts each build's Relay and fake
@@ -43,6 +44,9 @@ type Slice struct {
 	P99           float64 `json:"p99_ms"`
 	PeakRSS       uint64  `json:"peak_rss_bytes"`
 	ForwardedRate float64 `json:"forwarded_per_s"`
+	// InstrPerEnv is Relay's user-space instructions retired per envelope
+	// forwarded, over the same span as CPUSecs (0: no counter).
+	InstrPerEnv float64 `json:"instructions_per_envelope,omitempty"`
 }
 
 // SliceRun is two builds compared in slices at one rate.
@@ -62,6 +66,9 @@ type SliceRun struct {
 	Changes []Change `json:"changes"`
 	// Idle is each build's idle cores measured before the first slice.
 	Idle map[string]float64 `json:"idle_cores"`
+	// Counters says whether the slices count retired instructions
+	// ("instructions") or why not (CPU time only).
+	Counters string `json:"counters"`
 }
 
 // Pairs is how many whole pairs (a slice of each build) the run holds.
@@ -81,8 +88,9 @@ func (c *SliceRun) Pairs() int {
 
 // sliceBuild is one build's long-lived Relay and upstream in a comparison.
 type sliceBuild struct {
-	s    *step
-	idle float64 // its Relay's idle cores, measured last
+	s     *step
+	idle  float64            // its Relay's idle cores, measured last
+	instr *perfcount.Counter // nil: no counter
 }
 
 // compareSlices compares the two builds at rate in slices.
@@ -109,6 +117,18 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 		}
 		bs[i] = &sliceBuild{s: s, idle: st.CPU.IdleCores}
 		c.Idle[b.Name] = st.CPU.IdleCores
+		instr, err := perfcount.Open([]int{s.proc.PID()})
+		if err != nil {
+			c.Counters = "CPU time only: " + err.Error()
+			continue
+		}
+		defer instr.Close()
+		bs[i].instr = instr
+	}
+	if bs[0].instr == nil || bs[1].instr == nil {
+		bs[0].instr, bs[1].instr = nil, nil
+	} else {
+		c.Counters = "instructions"
 	}
 	// One slice of traffic to each build first, not measured: a Relay's
 	// first seconds under load cost more than the rest.
@@ -179,6 +199,10 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 	if err := s.sampler.ResetPeakRSS(); err != nil {
 		r.note("a slice's peak RSS covers the whole comparison: " + err.Error())
 	}
+	var ia, iz uint64
+	if b.instr != nil {
+		ia, _ = b.instr.Read()
+	}
 	a, errA := s.sampler.Read()
 	oa, errO := other.s.sampler.Read()
 	if errA != nil || errO != nil {
@@ -197,6 +221,9 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 	}
 	z, errZ := s.sampler.Read()
 	oz, errOZ := other.s.sampler.Read()
+	if b.instr != nil {
+		iz, _ = b.instr.Read()
+	}
 	if errZ != nil || errOZ != nil {
 		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errZ, errOZ))
 	}
@@ -211,6 +238,7 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 		sl.MsPerEnv = (sl.CPUSecs - b.idle*secs) * 1000 / float64(sl.Forwarded)
 	}
 	sl.ForwardedRate = float64(sl.Forwarded) / cfg.Slice.Seconds()
+	sl.InstrPerEnv = perfcount.PerEnvelope(ia, iz, sl.Forwarded)
 	if res.Latency.Count() > 0 {
 		sl.P99 = res.Latency.QuantileMillis(0.99)
 	}
@@ -244,6 +272,12 @@ func (c *SliceRun) pairedChanges() []Change {
 		{"p99_ms", func(s Slice) float64 { return s.P99 }},
 		{"peak_rss", func(s Slice) float64 { return float64(s.PeakRSS) }},
 		{"forwarded_per_s", func(s Slice) float64 { return s.ForwardedRate }},
+	}
+	if c.Counters == "instructions" {
+		metrics = append(metrics, struct {
+			name string
+			of   func(Slice) float64
+		}{"instructions_per_envelope", func(s Slice) float64 { return s.InstrPerEnv }})
 	}
 	byPair := map[int][2]*Slice{}
 	for i := range c.Slices {

@@ -12,6 +12,7 @@ import (
 var metricLabels = map[string]string{
 	"ms_per_envelope": "CPU per envelope", "cores": "cores", "p99_ms": "p99 latency",
 	"peak_rss": "peak RSS", "forwarded_per_s": "forwarded/s",
+	"instructions_per_envelope": "instructions per envelope",
 }
 
 // pct1 is a change in percent with one decimal and its sign.
@@ -74,6 +75,9 @@ func (pg *page) sliceRuns() {
 			"otherwise the run shows no change beyond the interval's half-width. "+
 			"CPU per envelope: the Relay's CPU over its slice and the catch-up after it, less its idle CPU measured over the other build's slice, per envelope forwarded.\n",
 			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline)
+		if r.Counters != "instructions" && r.Counters != "" {
+			fmt.Fprintf(w, "Instructions retired were not counted (%s).\n", r.Counters)
+		}
 	}
 }
 
