@@ -38,7 +38,8 @@ type Slice struct {
 	// it (measured over the other build's previous slice).
 	CPUSecs   float64 `json:"cpu_s"`
 	IdleCores float64 `json:"idle_cores"`
-	// The slice's figures, each a metric of the comparison.
+	// The slice's figures, each a metric of the comparison; Cores is over
+	// the slice alone (blast's sending), net of idle.
 	MsPerEnv      float64 `json:"ms_per_envelope"`
 	Cores         float64 `json:"cores"`
 	P99           float64 `json:"p99_ms"`
@@ -215,6 +216,7 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 	if err != nil {
 		return sl, fmt.Errorf("blast: %w", err)
 	}
+	m, errM := s.sampler.Read()
 	d := r.drain(s.ctx, s.up, res.OK, false, time.Now())
 	if err := s.check(); err != nil {
 		return sl, err
@@ -224,8 +226,8 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 	if b.instr != nil {
 		iz, _ = b.instr.Read()
 	}
-	if errZ != nil || errOZ != nil {
-		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errZ, errOZ))
+	if errM != nil || errZ != nil || errOZ != nil {
+		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errM, errZ, errOZ))
 	}
 	st := s.up.Stats()
 	sl.Sent, sl.OK, sl.Forwarded = res.Sent, res.OK, st.DataEnvelopes
@@ -233,7 +235,7 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 	sl.CPUSecs = z.CPU - a.CPU
 	sl.IdleCores = b.idle
 	secs := sl.Elapsed.Seconds()
-	sl.Cores = sl.CPUSecs/secs - b.idle
+	sl.Cores = relayproc.Cores(a, m) - b.idle
 	if sl.Forwarded > 0 {
 		sl.MsPerEnv = (sl.CPUSecs - b.idle*secs) * 1000 / float64(sl.Forwarded)
 	}
