@@ -44,68 +44,20 @@ const (
 	itemUnrealReport  = 28
 )
 
+// itemTypeSlots maps each item type to its slot in itemTypes.
+var itemTypeSlots = func() map[string]int {
+	m := make(map[string]int, len(itemTypes))
+	for i, t := range itemTypes {
+		m[t] = i
+	}
+	return m
+}()
+
 // itemTypeIndex maps an item type to its slot without allocating (the
-// compiler turns switch string(b) into a comparison on the bytes).
+// compiler does not copy b for a map index m[string(b)]).
 func itemTypeIndex(b []byte) int {
-	switch string(b) {
-	case "event":
-		return 0
-	case "transaction":
-		return 1
-	case "session":
-		return 2
-	case "sessions":
-		return 3
-	case "check_in":
-		return 4
-	case "log":
-		return 5
-	case "span":
-		return 6
-	case "otel_log":
-		return 7
-	case "otel_span":
-		return 8
-	case "otel_traces_data":
-		return 9
-	case "trace_metric":
-		return 10
-	case "client_report":
-		return 11
-	case "metric_buckets":
-		return 12
-	case "statsd":
-		return 13
-	case "metric_meta":
-		return 14
-	case "attachment":
-		return 15
-	case "user_report":
-		return 16
-	case "user_report_v2":
-		return 17
-	case "feedback":
-		return 18
-	case "profile":
-		return 19
-	case "profile_chunk":
-		return 20
-	case "replay_event":
-		return 21
-	case "replay_recording":
-		return 22
-	case "replay_video":
-		return 23
-	case "security":
-		return 24
-	case "raw_security":
-		return 25
-	case "form_data":
-		return 26
-	case "nel":
-		return 27
-	case "unreal_report":
-		return 28
+	if i, ok := itemTypeSlots[string(b)]; ok {
+		return i
 	}
 	return otherItemType
 }
