@@ -16,13 +16,10 @@ import (
 
 // bodySource is a request body and what its reading needs.
 type bodySource struct {
-	r io.Reader
-	// n is the Content-Length, -1 when unknown (chunked).
-	n int64
-	// conn takes the body's read deadlines (nil: none to set).
-	conn net.Conn
-	// ctx is done when the client has gone.
-	ctx context.Context
+	r    io.Reader
+	n    int64           // Content-Length, -1 when unknown (chunked)
+	conn net.Conn        // takes the body's read deadlines (nil: none)
+	ctx  context.Context // done when the client has gone
 }
 
 // requestBody is the body of a request served by net/http.
@@ -31,12 +28,11 @@ func requestBody(req *http.Request) bodySource {
 }
 
 // readBody reads the whole body into a pooled buffer, capped at
-// MaxWireBytes. Its first BodyPreSlotBytes (all of a smaller body) are read
-// without any slot, within HTTPBodyTimeout: a client that announces a body
-// and stalls holds nothing others need. The rest of a larger body is read
-// holding a read slot (large is then true) and must arrive at
-// HTTPMinBodyRate after HTTPBodyGrace. The caller gives back the buffer
-// with putBuf and a read slot with <-s.readSlots.
+// MaxWireBytes. Its first BodyPreSlotBytes are read holding no slot, within
+// HTTPBodyTimeout, so a client that stalls holds nothing others need; the
+// rest is read holding a read slot (large is then true) at HTTPMinBodyRate
+// after HTTPBodyGrace. The caller gives back the buffer with putBuf and a
+// read slot with <-s.readSlots.
 func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError) {
 	if src.n > s.cfg.MaxWireBytes {
 		return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
@@ -87,16 +83,13 @@ func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError)
 	return bp, true, nil
 }
 
-// bodyDone clears the read deadline of a body read in full. The deadline
-// must not outlive the body: net/http's background read (which notices a
-// client that hangs up) would hit it and cancel the request's context as if
-// the client had gone. After a failed read it stays: net/http drains what
-// is left of the body after the handler, and must not wait for it forever.
+// bodyDone clears the read deadline of a body read in full, else net/http's
+// background read would hit it and cancel the request as if the client had
+// gone. After a failed read it stays, bounding net/http's drain of the rest.
 func bodyDone(conn net.Conn) { setBodyDeadline(conn, time.Time{}) }
 
-// readUpTo reads from r into b until it holds limit bytes or r fails
-// (io.EOF at the end of a body of unknown length). A body's last bytes may
-// come with io.EOF: once limit bytes are in, that is no error.
+// readUpTo reads from r into b until it holds limit bytes or r fails; an
+// io.EOF with the last of limit bytes is no error.
 func readUpTo(r io.Reader, b []byte, limit int) ([]byte, error) {
 	for len(b) < limit {
 		n, err := r.Read(b[len(b):limit])
@@ -121,11 +114,9 @@ func (s *Server) rateDeadline(t0 time.Time, got int) time.Time {
 // its start), at the minimum rate.
 func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
 	if cap(*bp) < n {
-		// Replace the pooled buffer's array instead of putting it back
-		// and taking a new one: that added a buffer to the pool for
-		// every body larger than the one it got, so between two GCs
-		// the pool grew with the request count (50 MB in 4 s at
-		// 1000/s), not with the requests in flight.
+		// Grow the pooled buffer in place: putting it back and taking
+		// another would grow the pool with the request count
+		// (TestBodyBuffersBoundedByInflight).
 		b := make([]byte, len(*bp), n)
 		copy(b, *bp)
 		*bp = b
@@ -239,9 +230,8 @@ func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, 
 	return decoded, nil
 }
 
-// parseEncoding reads Content-Encoding from every header line it is on
-// (compression.ParseContentEncoding): an unknown coding, or two codings
-// stacked on one line or on two, is 415.
+// parseEncoding reads Content-Encoding from all its header lines: an
+// unknown coding, or two stacked, is 415.
 func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
 	lines := req.Header.Values("Content-Encoding")
 	if len(lines) == 0 {
@@ -268,20 +258,18 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 	return body, func() { s.releaseBody(held) }, nil
 }
 
-// heldBody is what readDecodedAs holds for a request until releaseBody: a
-// pooled buffer the body aliases, an ingest slot and, for a body larger
-// than BodyPreSlotBytes still in its wire buffer, a read slot.
+// heldBody is what readDecodedAs holds until releaseBody: the pooled
+// buffer the body aliases, an ingest slot and maybe a read slot.
 type heldBody struct {
 	buf   *[]byte
 	large bool
 }
 
-// readDecodedAs is readDecoded for a Content-Encoding already parsed. It
-// takes an ingest slot only once the whole body is in, and drops the
-// request (client_gone) if its client has hung up by then. What it holds
-// is given back by s.releaseBody(held); an encoded body's wire buffer (and
-// read slot) go back as soon as it is decoded. It returns no closure: the
-// envelope sink allocates nothing per request.
+// readDecodedAs is readDecoded for a parsed Content-Encoding, without a
+// closure so the sink allocates nothing. It takes an ingest slot only once
+// the whole body is in, dropping the request (client_gone) if its client
+// has gone; an encoded body's wire buffer and read slot go back once it is
+// decoded, the rest with s.releaseBody(held).
 func (s *Server) readDecodedAs(src bodySource, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
 	bp, large, e := s.readBody(src)
 	if e != nil {
@@ -313,9 +301,7 @@ func (s *Server) readDecodedAs(src bodySource, c *counters, enc compression.Enco
 	return body, held, nil
 }
 
-// takeSlot takes an ingest slot, unless the client hangs up first (net/http
-// cancels the request's context once it notices, which it can only after
-// the body was read).
+// takeSlot takes an ingest slot, unless the client hangs up first.
 func (s *Server) takeSlot(ctx context.Context) *httpError {
 	select {
 	case s.slots <- struct{}{}:
@@ -344,9 +330,8 @@ func (s *Server) releaseBody(held heldBody) {
 	<-s.slots
 }
 
-// maxQueryBytes bounds the decoded body of a project-config or public-key
-// query: Relay's largest (500 keys with their revisions) is under 100 KB,
-// and decoding a list of millions of tiny keys at once would cost many
+// maxQueryBytes bounds the decoded body of a config or public-key query,
+// far above Relay's largest: decoding millions of tiny keys costs many
 // times the body in memory.
 const maxQueryBytes = 1 << 20
 
