@@ -177,28 +177,25 @@ type configsResponse struct {
 
 // handleProjectConfigs serves project and global config requests
 // (docs/protocol.md, Project configs and The global config).
-func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) {
-	body, release, _, ok := s.signedQuery(w, req, c)
-	if !ok {
-		return
+func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
+	body, release, e := s.signedQuery(req, c)
+	if e != nil {
+		return e
 	}
 	defer release()
 	version := req.URL.Query().Get("version")
 	switch version {
 	case "2", "3", "4":
 	default:
-		s.writeError(w, c, newError(http.StatusBadRequest, "bad_config_version", "unsupported projectconfigs version", "want version=3, got "+version))
-		return
+		return newError(http.StatusBadRequest, "bad_config_version", "unsupported projectconfigs version", "want version=3, got "+version)
 	}
 	var q configsRequest
 	if e := decodeQuery(body, &q, "projectconfigs request"); e != nil {
-		s.writeError(w, c, e)
-		return
+		return e
 	}
 	if len(q.PublicKeys) > MaxKeysPerRequest {
-		s.writeError(w, c, newError(http.StatusBadRequest, "too_many_keys", "too many public keys",
-			fmt.Sprintf("%d keys > %d", len(q.PublicKeys), MaxKeysPerRequest)))
-		return
+		return newError(http.StatusBadRequest, "too_many_keys", "too many public keys",
+			fmt.Sprintf("%d keys > %d", len(q.PublicKeys), MaxKeysPerRequest))
 	}
 	resp := configsResponse{Configs: map[string]ProjectState{}, Pending: []string{}, Unchanged: []string{}}
 	if q.Global && version != "2" {
@@ -235,6 +232,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 		resp.Configs[key] = st
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
 }
 
 // isPending reports whether project idx is still answered as pending.

@@ -105,52 +105,51 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 			return
 		}
 	}
+	var e *httpError
 	switch r {
 	case routeEnvelope:
-		s.handleEnvelope(w, req, c, projectID)
+		e = s.handleEnvelope(w, req, c, projectID)
 	case routeChallenge:
-		s.handleChallenge(w, req, c)
+		e = s.handleChallenge(w, req, c)
 	case routeResponse:
-		s.handleResponse(w, req, c)
+		e = s.handleResponse(w, req, c)
 	case routeProjectConfigs:
-		s.handleProjectConfigs(w, req, c)
+		e = s.handleProjectConfigs(w, req, c)
 	case routePublicKeys:
-		s.handlePublicKeys(w, req, c)
+		e = s.handlePublicKeys(w, req, c)
 	case routeMetrics:
-		s.handleMetrics(w, req, c)
+		e = s.handleMetrics(w, req, c)
 	case routeOutcomes:
-		s.handleLegacyOutcomes(w, req, c)
+		e = s.handleLegacyOutcomes(w, req, c)
 	case routeLive:
 		writeRawJSON(w, http.StatusOK, []byte(`{"is_healthy":true}`))
 	case routeStats:
-		s.handleStats(w, req, c)
+		e = s.handleStats(w, req)
 	case routeStatsReset:
-		if e := s.controlRefused(req); e != nil {
-			s.writeError(w, c, e)
-			return
+		if e = s.controlRefused(req); e == nil && req.Method != http.MethodPost {
+			e = methodNotAllowed(req)
 		}
-		if req.Method != http.MethodPost {
-			s.writeError(w, c, methodNotAllowed(req))
-			return
+		if e == nil {
+			// Release the old generation (ResetStats waits for it), count
+			// the reset request itself in the new one.
+			c.inflight.Add(-1)
+			st := s.ResetStats()
+			c = s.acquire()
+			writeJSON(w, http.StatusOK, st)
 		}
-		// Release the old generation (ResetStats waits for it), count the
-		// reset request itself in the new one.
-		c.inflight.Add(-1)
-		st := s.ResetStats()
-		c = s.acquire()
-		writeJSON(w, http.StatusOK, st)
 	case routeProjects:
-		s.handleProjects(w, req, c)
+		e = s.handleProjects(w, req)
 	case routeControl:
-		if e := s.controlRefused(req); e != nil {
-			s.writeError(w, c, e)
-			return
+		if e = s.controlRefused(req); e == nil {
+			e = s.handleControl(w, req, c)
 		}
-		s.handleControl(w, req, c)
 	case routeStore:
-		s.writeError(w, c, newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/"))
+		e = newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/")
 	default:
-		s.writeError(w, c, newError(http.StatusNotFound, "unknown_route", "unknown route", req.Method+" "+req.URL.Path))
+		e = newError(http.StatusNotFound, "unknown_route", "unknown route", req.Method+" "+req.URL.Path)
+	}
+	if e != nil {
+		s.writeError(w, c, e)
 	}
 }
 
@@ -159,10 +158,9 @@ func methodNotAllowed(req *http.Request) *httpError {
 }
 
 // handleStats serves GET /stats (JSON or Prometheus text).
-func (s *Server) handleStats(w http.ResponseWriter, req *http.Request, c *counters) {
+func (s *Server) handleStats(w http.ResponseWriter, req *http.Request) *httpError {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		s.writeError(w, c, methodNotAllowed(req))
-		return
+		return methodNotAllowed(req)
 	}
 	st := s.Stats()
 	st.InFlight-- // not this request
@@ -176,8 +174,9 @@ func (s *Server) handleStats(w http.ResponseWriter, req *http.Request, c *counte
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(b)
 	default:
-		s.writeError(w, c, newError(http.StatusBadRequest, "bad_stats_format", "unknown format", "want json or prometheus, got "+f))
+		return newError(http.StatusBadRequest, "bad_stats_format", "unknown format", "want json or prometheus, got "+f)
 	}
+	return nil
 }
 
 // ProjectDSN is one entry of GET /projects.
@@ -186,18 +185,16 @@ type ProjectDSN struct {
 	DSN string `json:"dsn"`
 }
 
-// projectsChunk is how much of the /projects list is encoded before it is
-// written: the list is streamed, so an answer that is not read holds this
-// much, not the whole list (tens of MB for 100k projects).
+// projectsChunk is how much of the streamed /projects list is encoded
+// before it is written: an answer that is not read holds this much.
 const projectsChunk = 32 << 10
 
 // handleProjects serves GET /projects: every project with its DSN for the
 // origin, streamed as one JSON array under a write deadline that grows with
 // what was written (HTTPWriteTimeout + size at HTTPMinWriteRate).
-func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *counters) {
+func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request) *httpError {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		s.writeError(w, c, methodNotAllowed(req))
-		return
+		return methodNotAllowed(req)
 	}
 	origin := req.URL.Query().Get("origin")
 	if origin == "" {
@@ -205,8 +202,7 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 	}
 	// The origin alone decides whether a DSN can be made.
 	if _, err := s.cfg.Projects[0].DSN(origin); err != nil {
-		s.writeError(w, c, newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error()))
-		return
+		return newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error())
 	}
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
@@ -235,13 +231,14 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 		dsn, _ := p.DSN(origin)
 		b, err := json.Marshal(ProjectDSN{Project: p, DSN: dsn})
 		if err != nil {
-			return // cannot happen: the fields are strings and integers
+			return nil // cannot happen: the fields are strings and integers
 		}
 		buf = append(buf, b...)
 		if len(buf) >= projectsChunk && !flush() {
-			return // the client did not read in time or has gone
+			return nil // the client did not read in time or has gone
 		}
 	}
 	buf = append(buf, ']')
 	flush()
+	return nil
 }

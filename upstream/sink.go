@@ -14,24 +14,12 @@ import (
 )
 
 // handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/:
-// it checks, decodes, frames and counts one envelope, then answers it.
-//
-// Order of checks: encoding, relay authentication (when X-Sentry-Relay-Id
-// is present; SDK requests carry none), project, decoding, framing (at most
-// MaxEnvelopeItems items), project key, Relay's per-type item limits
-// (limits.go), the outcome carriers (client_report and metric_buckets
-// items, read in full). Then everything is counted and answered.
-func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) {
+// it checks, decodes, frames and counts one envelope (in the order the
+// package doc gives), then answers it.
+func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) *httpError {
 	if req.Method != http.MethodPost {
-		s.writeError(w, c, methodNotAllowed(req))
-		return
+		return methodNotAllowed(req)
 	}
-	if e := s.sinkEnvelope(w, req, c, projectID); e != nil {
-		s.writeError(w, c, e)
-	}
-}
-
-func (s *Server) sinkEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) *httpError {
 	at := s.now()
 	enc, e := parseEncoding(req)
 	if e != nil {
@@ -39,7 +27,7 @@ func (s *Server) sinkEnvelope(w *statusWriter, req *http.Request, c *counters, p
 	}
 	fromRelay := req.Header.Get("X-Sentry-Relay-Id") != ""
 	if fromRelay {
-		if _, e := s.authRelay(req, c, nil); e != nil {
+		if e := s.authRelay(req, c, nil); e != nil {
 			return e
 		}
 	}
