@@ -11,10 +11,8 @@ import (
 	"time"
 )
 
-// defaultFeatures returns the project features a load test needs: logs are
-// dropped silently by a managed Relay without ourlogs-ingestion
-// (docs/protocol.md, Project configs). standalone-span-ingestion has graduated
-// in Relay 26.4.0, which adds it itself; it is sent for older Relays.
+// defaultFeatures returns the project features a load test needs: without
+// them a managed Relay drops logs and (older Relays) spans silently.
 func defaultFeatures() []string {
 	return []string{
 		"organizations:ourlogs-ingestion",
@@ -268,8 +266,8 @@ func checkQuota(q json.RawMessage) error {
 	return nil
 }
 
-// checkCategory accepts the data-category names Relay knows (a quota with
-// any other name matches nothing); blast's kind names get a hint.
+// checkCategory accepts the data-category names Relay knows; blast's kind
+// names get a hint.
 func checkCategory(c string) error {
 	if slices.Contains(categoryNames[:], c) {
 		return nil

@@ -11,8 +11,7 @@ import (
 	"github.com/relayload/relayload/projects"
 )
 
-// statusWriter records the status for request statistics and gives the
-// answer its write deadline as it starts.
+// statusWriter records the answer's status and gives it its write deadline.
 type statusWriter struct {
 	http.ResponseWriter
 	status     int
@@ -40,15 +39,14 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (hijack).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// protocolRoute reports whether faults apply to the route: everything Relay
-// talks to, never the harness's own /stats, /projects and /control.
+// protocolRoute reports whether faults apply to the route: Relay's routes,
+// not /stats, /projects or /control.
 func protocolRoute(r int) bool {
 	return r <= routeLive || r == routeNotFound
 }
 
-// acquire pins the current counter generation for one request: ResetStats
-// waits until no request holds the generation it replaced, so every request
-// is counted entirely in one generation and no increment is lost.
+// acquire pins the current counter generation for one request, so that it
+// counts entirely into one generation (ResetStats waits for it).
 func (s *Server) acquire() *counters {
 	for {
 		c := s.stats.Load()
@@ -67,9 +65,8 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 }
 
 // serveRoute serves a request for route r: it pins the counter generation,
-// records the answer's status under the route, recovers a panic (counted,
-// answered 500 in Relay's error form), applies faults to the Relay-facing
-// routes and calls the route's handler.
+// applies faults, calls the handler, answers and counts its error, counts
+// the status under the route and recovers a panic (counted, 500).
 func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, projectID string) {
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
@@ -89,8 +86,7 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 				s.writeError(w, c, newError(http.StatusInternalServerError, "panic", "internal error", fmt.Sprint(p)))
 			}
 		}
-		// Status 0: the connection was dropped without an answer (reset
-		// and outage faults).
+		// Status 0: dropped without an answer (reset and outage faults).
 		if status := w.status; status >= 0 && status < 600 {
 			c.requests[r][status].Add(1)
 		}

@@ -262,9 +262,7 @@ func newServer(cfg Config) (*Server, error) {
 	s.secret = cfg.TokenSecret
 	if len(s.secret) == 0 {
 		s.secret = make([]byte, 32)
-		if _, err := rand.Read(s.secret); err != nil {
-			return nil, fmt.Errorf("upstream: token secret: %w", err)
-		}
+		_, _ = rand.Read(s.secret) // never fails (crypto/rand)
 	}
 	for id, pub := range cfg.Relays {
 		s.relays.Store(id, &relay{id: id, pub: pub, known: true})

@@ -96,8 +96,7 @@ func appendEnvelopeAnswer(b, id []byte) []byte {
 // envelopeAnswerLen bounds appendEnvelopeAnswer's output.
 const envelopeAnswerLen = 48
 
-// answerEnvelope answers an accepted envelope from the pooled
-// writer's own buffer (no allocation per request).
+// answerEnvelope answers an accepted envelope from the writer's buffer.
 func (w *statusWriter) answerEnvelope(id []byte) {
 	writeRawJSON(w, http.StatusOK, appendEnvelopeAnswer(w.answer[:0], id))
 }
@@ -116,14 +115,12 @@ func (s *Server) getSummary() *envelope.Summary {
 	return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)}
 }
 
-// maxPooledSummaryItems is the largest item list a pooled summary keeps: a
-// summary grown by a rare envelope of many items is left to the collector
-// instead of pinning its list (72 bytes an item) in the pool.
+// maxPooledSummaryItems is the largest item list a pooled summary keeps, so
+// a rare envelope of many items does not pin a large list in the pool.
 const maxPooledSummaryItems = 64
 
-// putSummary returns sum to the pool, cleared: its slices alias the decoded
-// body, and a pooled summary holding them would keep that buffer (up to the
-// decoded cap, too large for the buffer pool) alive.
+// putSummary returns sum to the pool, cleared so that it does not keep the
+// decoded body it aliases alive.
 func (s *Server) putSummary(sum *envelope.Summary) {
 	if cap(sum.Items) > maxPooledSummaryItems {
 		return
@@ -147,8 +144,7 @@ func envelopeError(err error) *httpError {
 	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
 }
 
-// count records one accepted envelope (its outcomes are counted from the
-// batch readEnvelopeOutcomes read).
+// count records one accepted envelope, but not its outcomes.
 func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary, at time.Time) {
 	c.envelopes.Add(1)
 	if fromRelay {
