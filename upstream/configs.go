@@ -266,6 +266,10 @@ func checkQuota(q json.RawMessage) error {
 	return nil
 }
 
+// blastKindCategories are the data categories of blast's kind names.
+var blastKindCategories = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session",
+	"logs": "log_item", "checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}
+
 // checkCategory accepts the data-category names Relay knows; blast's kind
 // names get a hint.
 func checkCategory(c string) error {
@@ -273,11 +277,8 @@ func checkCategory(c string) error {
 		return nil
 	}
 	hint := ""
-	switch c {
-	case "errors", "transactions", "sessions", "logs", "checkins", "check_in", "check-in":
-		hint = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session", "logs": "log_item",
-			"checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}[c]
-		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, hint)
+	if cat, ok := blastKindCategories[c]; ok {
+		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, cat)
 	}
 	return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 }
