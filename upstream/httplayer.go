@@ -170,27 +170,20 @@ func (s *Server) connState(conn net.Conn, state http.ConnState) {
 // countClosed counts a connection that closed before a handler had its
 // request (closing while idle or after a handler is normal).
 func (s *Server) countClosed(c *trackedConn) {
-	var n *atomic.Int64
+	phase := c.phase.Load()
+	if phase != phaseNew && (phase != phasePending || c.rejected.Load()) {
+		return // closed normally, or counted when the answer was written
+	}
 	g := s.acquire()
 	defer g.inflight.Add(-1)
-	switch c.phase.Load() {
-	case phaseNew:
-		n = &g.http.closedBeforeRequest
-		if c.readTimedOut.Load() {
-			n = &g.http.headerTimeouts
-		}
-	case phasePending:
-		if c.rejected.Load() {
-			return // counted when the answer was written
-		}
-		n = &g.http.closedMidHeader
-		if c.readTimedOut.Load() {
-			n = &g.http.headerTimeouts
-		}
+	switch {
+	case c.readTimedOut.Load():
+		g.http.headerTimeouts.Add(1)
+	case phase == phaseNew:
+		g.http.closedBeforeRequest.Add(1)
 	default:
-		return
+		g.http.closedMidHeader.Add(1)
 	}
-	n.Add(1)
 }
 
 // markServing records that a handler took the request on req's connection.

@@ -58,16 +58,11 @@ func (s *Server) acquire() *counters {
 	}
 }
 
-// serveHTTP routes a request (router.lookup) and serves it.
+// serveHTTP serves a request: it routes it, pins the counter generation,
+// applies faults, calls the route's handler, answers and counts its error,
+// counts the status under the route and recovers a panic (counted, 500).
 func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	r, projectID := s.routes.lookup(req.URL.Path)
-	s.serveRoute(rw, req, r, projectID)
-}
-
-// serveRoute serves a request for route r: it pins the counter generation,
-// applies faults, calls the handler, answers and counts its error, counts
-// the status under the route and recovers a panic (counted, 500).
-func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, projectID string) {
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
 	w, _ := s.writers.Get().(*statusWriter)
@@ -96,10 +91,8 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 	if s.hook != nil {
 		s.hook(req)
 	}
-	if protocolRoute(r) {
-		if done := s.applyFaults(w, req, r, c); done {
-			return
-		}
+	if protocolRoute(r) && s.applyFaults(w, req, r, c) {
+		return
 	}
 	var e *httpError
 	switch r {
