@@ -14,33 +14,20 @@ import (
 	"github.com/relayload/relayload/internal/compression"
 )
 
-// bodySource is a request body and what its reading needs.
-type bodySource struct {
-	r    io.Reader
-	n    int64           // Content-Length, -1 when unknown (chunked)
-	conn net.Conn        // takes the body's read deadlines (nil: none)
-	ctx  context.Context // done when the client has gone
-}
-
-// requestBody is the body of a request served by net/http.
-func requestBody(req *http.Request) bodySource {
-	return bodySource{r: req.Body, n: req.ContentLength, conn: requestConn(req), ctx: req.Context()}
-}
-
 // readBody reads the whole body into a pooled buffer, capped at
 // MaxWireBytes. Its first BodyPreSlotBytes are read holding no slot, within
 // HTTPBodyTimeout, so a client that stalls holds nothing others need; the
 // rest is read holding a read slot (large is then true) at HTTPMinBodyRate
 // after HTTPBodyGrace. The caller gives back the buffer with putBuf and a
 // read slot with <-s.readSlots.
-func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError) {
-	if src.n > s.cfg.MaxWireBytes {
+func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpError) {
+	n := req.ContentLength // -1: unknown (chunked)
+	if n > s.cfg.MaxWireBytes {
 		return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
-			fmt.Sprintf("Content-Length %d > limit %d", src.n, s.cfg.MaxWireBytes))
+			fmt.Sprintf("Content-Length %d > limit %d", n, s.cfg.MaxWireBytes))
 	}
-	conn := src.conn
+	conn := requestConn(req)
 	setBodyDeadline(conn, time.Now().Add(s.limits.bodyTimeout))
-	n := src.n
 	first := int64(BodyPreSlotBytes)
 	if n >= 0 && n < first {
 		first = n
@@ -49,7 +36,7 @@ func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError)
 	if int64(cap(*bp)) < first {
 		*bp = make([]byte, 0, first)
 	}
-	b, err := readUpTo(src.r, (*bp)[:0], int(first))
+	b, err := readUpTo(req.Body, (*bp)[:0], int(first))
 	*bp = b
 	switch {
 	case err != nil && (n >= 0 || !errors.Is(err, io.EOF)):
@@ -61,14 +48,14 @@ func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError)
 	}
 	select {
 	case s.readSlots <- struct{}{}:
-	case <-src.ctx.Done():
+	case <-req.Context().Done():
 		s.putBuf(bp)
 		return nil, false, clientGone("while waiting for a large-body slot")
 	}
 	if n >= 0 {
-		err = s.readRest(src.r, bp, int(n), conn)
+		err = s.readRest(req.Body, bp, int(n), conn)
 	} else {
-		err = s.readRestChunked(src.r, bp, conn)
+		err = s.readRestChunked(req.Body, bp, conn)
 	}
 	if err != nil {
 		s.putBuf(bp)
@@ -251,7 +238,7 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 	if e != nil {
 		return nil, nil, e
 	}
-	body, held, e := s.readDecodedAs(requestBody(req), c, enc)
+	body, held, e := s.readDecodedAs(req, c, enc)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -270,12 +257,12 @@ type heldBody struct {
 // the whole body is in, dropping the request (client_gone) if its client
 // has gone; an encoded body's wire buffer and read slot go back once it is
 // decoded, the rest with s.releaseBody(held).
-func (s *Server) readDecodedAs(src bodySource, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
-	bp, large, e := s.readBody(src)
+func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
+	bp, large, e := s.readBody(req)
 	if e != nil {
 		return nil, heldBody{}, e
 	}
-	if e := s.takeSlot(src.ctx); e != nil {
+	if e := s.takeSlot(req.Context()); e != nil {
 		s.putBuf(bp)
 		if large {
 			<-s.readSlots

@@ -36,7 +36,7 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 	if !ok {
 		return newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+projectID)
 	}
-	decoded, held, e := s.readDecodedAs(requestBody(req), c, enc)
+	decoded, held, e := s.readDecodedAs(req, c, enc)
 	if e != nil {
 		return e
 	}
