@@ -3,8 +3,7 @@ package upstream
 // Abuse tests for what hostile clients put in the data: tables keyed by
 // their strings, envelopes of a million tiny items, a relay id taken over
 // with another key, unbounded /control durations, quantities that wrap, and
-// Content-Encoding split over header lines. Each reproduces an attack that
-// succeeded against commit 548bb3b (go test ./upstream -run Abuse).
+// Content-Encoding split over header lines (go test ./upstream -run Abuse).
 
 import (
 	"bytes"

@@ -1,7 +1,7 @@
 package upstream
 
 // The abuse suite: each test reproduces an attack a hostile client can make
-// on loopback (issue 9) and checks that the server absorbs it. Run them all
+// on loopback and checks that the server absorbs it. Run them all
 // with go test ./upstream -run Abuse. Every loop is bounded in count and
 // time; waits use signals from the server (its test hook, a wrapped handler)
 // rather than guessed sleeps.
@@ -224,9 +224,8 @@ func TestAbuseStalledLargeBodies(t *testing.T) {
 }
 
 // TestAbuseClientGoneIsDropped: a request whose client hung up while it
-// waited for an ingest slot is dropped, not processed once a slot frees up
-// (before the fix it was counted as received: a Relay that gave up and
-// retried was counted twice).
+// waited for an ingest slot is dropped, not processed once a slot frees up:
+// counted as received, a Relay that gave up and retried would count twice.
 func TestAbuseClientGoneIsDropped(t *testing.T) {
 	srv := newTestServer(t)
 	entered := signalOn(srv, "gone", 1)
@@ -267,10 +266,9 @@ func TestAbuseClientGoneIsDropped(t *testing.T) {
 }
 
 // TestAbuseUnreadProjects: clients request /projects for 100k projects and
-// never read the answer. Before the fix each held a whole marshalled list
-// (≈ 17 MB) for as long as it kept the connection open; now the list is
-// streamed, each response has a write deadline sized for it, and the
-// handlers give up and let go once it passes.
+// never read the answer. The list is streamed, each response has a write
+// deadline sized for it, and the handlers give up and let go once it
+// passes, so no answer holds the whole list for as long as its client.
 func TestAbuseUnreadProjects(t *testing.T) {
 	const clients = 8
 	ps, err := projects.Generate(1, projects.MaxProjects)

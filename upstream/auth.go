@@ -23,48 +23,32 @@ type responseRequest struct {
 	Version string `json:"version"`
 }
 
-// registrationBody reads a registration request, checks the relay id
+// registrationBody reads a registration request into v, checks the relay id
 // header against the body's relay_id, and turns every relay away under
-// --deny-relays.
-func (s *Server) registrationBody(w http.ResponseWriter, req *http.Request, c *counters, v any, bodyRelayID func() string) ([]byte, func(), bool) {
+// Config.DenyRelays. The caller calls release when done with body.
+func (s *Server) registrationBody(req *http.Request, c *counters, v any, bodyRelayID func() string) (body []byte, release func(), e *httpError) {
 	if req.Method != http.MethodPost {
-		s.regFail(w, c, methodNotAllowed(req))
-		return nil, nil, false
+		return nil, nil, methodNotAllowed(req)
 	}
-	body, release, e := s.readDecoded(req, c)
+	body, release, e = s.readDecoded(req, c)
 	if e != nil {
-		s.regFail(w, c, e)
-		return nil, nil, false
-	}
-	if e := decodeJSON(body, v, "registration request"); e != nil {
-		release()
-		s.regFail(w, c, e)
-		return nil, nil, false
+		return nil, nil, e
 	}
 	hdr := req.Header.Get("X-Sentry-Relay-Id")
-	if hdr == "" {
-		release()
-		s.regFail(w, c, newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header"))
-		return nil, nil, false
+	switch e = decodeJSON(body, v, "registration request"); {
+	case e != nil:
+	case hdr == "":
+		e = newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
+	case hdr != bodyRelayID():
+		e = newError(http.StatusBadRequest, "relay_id_mismatch", "X-Sentry-Relay-Id does not match relay_id in the body")
+	case s.cfg.DenyRelays:
+		e = relayStop("relay registration denied (--deny-relays)")
 	}
-	if hdr != bodyRelayID() {
+	if e != nil {
 		release()
-		s.regFail(w, c, newError(http.StatusBadRequest, "relay_id_mismatch", "X-Sentry-Relay-Id does not match relay_id in the body"))
-		return nil, nil, false
+		return nil, nil, e
 	}
-	if s.cfg.DenyRelays {
-		release()
-		s.regFail(w, c, relayStop("relay registration denied (--deny-relays)"))
-		return nil, nil, false
-	}
-	return body, release, true
-}
-
-// regFail answers a failed registration step and counts it both as an error
-// and as a registration failure.
-func (s *Server) regFail(w http.ResponseWriter, c *counters, e *httpError) {
-	c.regFail.add(e.reason, 1)
-	s.writeError(w, c, e)
+	return body, release, nil
 }
 
 func relayStop(detail string) *httpError {
@@ -73,29 +57,10 @@ func relayStop(detail string) *httpError {
 	return e
 }
 
-// verifyRegistration checks a registration step's signature over body with
-// pub (the key from the challenge body, or the one the token carries).
-func (s *Server) verifyRegistration(req *http.Request, c *counters, pub relayauth.PublicKey, body []byte) *httpError {
-	if !s.cfg.VerifySignatures {
-		c.sigNotChecked.Add(1)
-		return nil
-	}
-	sig := req.Header.Get("X-Sentry-Relay-Signature")
-	if sig == "" {
-		return newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
-	}
-	if err := pub.Verify(body, sig, s.cfg.RegistrationMaxAge, s.now()); err != nil {
-		return signatureError(err)
-	}
-	c.sigVerified.Add(1)
-	return nil
-}
-
-// admitRelay decides whether relay id with key pub may register: a relay
-// id already known (allow-listed) or registered keeps its key, as in Sentry,
-// so nobody takes over a relay's id by registering it with their own key;
-// with an allow-list only known relays may register. It returns the relay's
-// current entry, if any.
+// admitRelay decides whether relay id with key pub may register: a known or
+// registered relay id keeps its key, as in Sentry, so nobody takes over an
+// id; with an allow-list only known relays may register. It returns the
+// relay's current entry, if any.
 func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpError) {
 	known := s.lookupRelay(id)
 	if known != nil && !known.pub.Equal(pub) {
@@ -112,58 +77,68 @@ func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpEr
 }
 
 // keyMismatch is Sentry's answer to a registration of a known relay id with
-// another public key (400, api/endpoints/relay register_challenge and
-// register_response).
+// another public key.
 func keyMismatch(id string) *httpError {
 	return newError(http.StatusBadRequest, "public_key_mismatch", "Attempted to register agent with a different public key",
 		"relay id "+id+" is registered with another public key")
 }
 
 // handleChallenge is registration step 1 (docs/protocol.md, Registration).
-func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *counters) {
+func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	c.challenges.Add(1)
-	var cr challengeRequest
-	body, release, ok := s.registrationBody(w, req, c, &cr, func() string { return cr.RelayID })
-	if !ok {
-		return
-	}
-	defer release()
-	if cr.Version == "" {
-		s.regFail(w, c, newError(http.StatusBadRequest, "missing_version", "missing relay version"))
-		return
-	}
-	if len(cr.PublicKey) > maxPublicKeyLen {
-		s.regFail(w, c, newError(http.StatusBadRequest, "bad_public_key", "public_key too long"))
-		return
-	}
-	pub, err := relayauth.ParsePublicKey(cr.PublicKey)
-	if err != nil {
-		s.regFail(w, c, newError(http.StatusBadRequest, "bad_public_key", "invalid public_key", err.Error()))
-		return
-	}
-	if _, e := s.admitRelay(cr.RelayID, pub); e != nil {
-		s.regFail(w, c, e)
-		return
-	}
-	if e := s.verifyRegistration(req, c, pub, body); e != nil {
-		s.regFail(w, c, e)
-		return
-	}
-	token, err := relayauth.MintToken(s.secret, cr.RelayID, pub, s.now(), nil)
-	if err != nil {
-		s.regFail(w, c, newError(http.StatusBadRequest, "bad_relay_id", "cannot mint a token", err.Error()))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"relay_id": cr.RelayID, "token": token})
+	return c.registration(s.challenge(w, req, c))
 }
 
 // handleResponse is registration step 2 (docs/protocol.md, Registration).
-func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *counters) {
+func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	c.responses.Add(1)
+	return c.registration(s.response(w, req, c))
+}
+
+// registration counts a failed registration step, which is also an error.
+func (c *counters) registration(e *httpError) *httpError {
+	if e != nil {
+		c.regFail.add(e.reason, 1)
+	}
+	return e
+}
+
+func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
+	var cr challengeRequest
+	body, release, e := s.registrationBody(req, c, &cr, func() string { return cr.RelayID })
+	if e != nil {
+		return e
+	}
+	defer release()
+	if cr.Version == "" {
+		return newError(http.StatusBadRequest, "missing_version", "missing relay version")
+	}
+	if len(cr.PublicKey) > maxPublicKeyLen {
+		return newError(http.StatusBadRequest, "bad_public_key", "public_key too long")
+	}
+	pub, err := relayauth.ParsePublicKey(cr.PublicKey)
+	if err != nil {
+		return newError(http.StatusBadRequest, "bad_public_key", "invalid public_key", err.Error())
+	}
+	if _, e := s.admitRelay(cr.RelayID, pub); e != nil {
+		return e
+	}
+	if e := s.verifySignature(req, c, pub, body, s.cfg.RegistrationMaxAge); e != nil {
+		return e
+	}
+	token, err := relayauth.MintToken(s.secret, cr.RelayID, pub, s.now(), nil)
+	if err != nil {
+		return newError(http.StatusBadRequest, "bad_relay_id", "cannot mint a token", err.Error())
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"relay_id": cr.RelayID, "token": token})
+	return nil
+}
+
+func (s *Server) response(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	var rr responseRequest
-	body, release, ok := s.registrationBody(w, req, c, &rr, func() string { return rr.RelayID })
-	if !ok {
-		return
+	body, release, e := s.registrationBody(req, c, &rr, func() string { return rr.RelayID })
+	if e != nil {
+		return e
 	}
 	defer release()
 	st, err := relayauth.ValidateToken(s.secret, rr.Token, s.cfg.RegistrationMaxAge, s.now())
@@ -172,38 +147,32 @@ func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *cou
 		if errors.Is(err, relayauth.ErrExpired) {
 			reason = "expired_token"
 		}
-		s.regFail(w, c, newError(http.StatusBadRequest, reason, "invalid registration token", err.Error()))
-		return
+		return newError(http.StatusBadRequest, reason, "invalid registration token", err.Error())
 	}
 	if st.RelayID != rr.RelayID {
-		s.regFail(w, c, newError(http.StatusBadRequest, "relay_id_mismatch", "token was issued to another relay"))
-		return
+		return newError(http.StatusBadRequest, "relay_id_mismatch", "token was issued to another relay")
 	}
 	pub, err := relayauth.ParsePublicKey(st.PublicKey)
 	if err != nil {
-		s.regFail(w, c, newError(http.StatusBadRequest, "bad_token", "token carries an invalid public key", err.Error()))
-		return
+		return newError(http.StatusBadRequest, "bad_token", "token carries an invalid public key", err.Error())
 	}
-	if e := s.verifyRegistration(req, c, pub, body); e != nil {
-		s.regFail(w, c, e)
-		return
+	if e := s.verifySignature(req, c, pub, body, s.cfg.RegistrationMaxAge); e != nil {
+		return e
 	}
 	known, e := s.admitRelay(rr.RelayID, pub)
-	if e != nil {
-		s.regFail(w, c, e)
-		return
+	if e == nil {
+		e = s.storeRegistered(rr.RelayID, pub, known)
 	}
-	if e := s.storeRegistered(rr.RelayID, pub, known); e != nil {
-		s.regFail(w, c, e)
-		return
+	if e != nil {
+		return e
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"relay_id": rr.RelayID})
+	return nil
 }
 
 // storeRegistered marks relay id (with key pub, admitted with entry known)
-// registered. Two registrations of a new id may pass admitRelay at once: the
-// first to store its entry wins and a later one with another key is
-// refused, never swapped in.
+// registered. Of two registrations of a new id at once, the first to store
+// its entry wins and a later one with another key is refused.
 func (s *Server) storeRegistered(id string, pub relayauth.PublicKey, known *relay) *httpError {
 	for {
 		if known == nil {
@@ -227,24 +196,21 @@ func (s *Server) storeRegistered(id string, pub relayauth.PublicKey, known *rela
 	}
 }
 
-// signedQuery reads a signed JSON query body and authenticates the relay.
-func (s *Server) signedQuery(w http.ResponseWriter, req *http.Request, c *counters) ([]byte, func(), *relay, bool) {
+// signedQuery reads a signed JSON query body and authenticates the relay;
+// the caller calls release when done with body.
+func (s *Server) signedQuery(req *http.Request, c *counters) (body []byte, release func(), e *httpError) {
 	if req.Method != http.MethodPost {
-		s.writeError(w, c, methodNotAllowed(req))
-		return nil, nil, nil, false
+		return nil, nil, methodNotAllowed(req)
 	}
-	body, release, e := s.readDecoded(req, c)
+	body, release, e = s.readDecoded(req, c)
 	if e != nil {
-		s.writeError(w, c, e)
-		return nil, nil, nil, false
+		return nil, nil, e
 	}
-	rl, e := s.authRelay(req, c, body)
-	if e != nil {
+	if e := s.authRelay(req, c, body); e != nil {
 		release()
-		s.writeError(w, c, e)
-		return nil, nil, nil, false
+		return nil, nil, e
 	}
-	return body, release, rl, true
+	return body, release, nil
 }
 
 type publicKeyInfo struct {
@@ -254,22 +220,20 @@ type publicKeyInfo struct {
 
 // handlePublicKeys answers a downstream relay's key lookup (docs/protocol.md,
 // Public keys).
-func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *counters) {
-	body, release, _, ok := s.signedQuery(w, req, c)
-	if !ok {
-		return
+func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
+	body, release, e := s.signedQuery(req, c)
+	if e != nil {
+		return e
 	}
 	defer release()
 	var q struct {
 		RelayIDs []string `json:"relay_ids"`
 	}
 	if e := decodeQuery(body, &q, "publickeys request"); e != nil {
-		s.writeError(w, c, e)
-		return
+		return e
 	}
 	if len(q.RelayIDs) > MaxKeysPerRequest {
-		s.writeError(w, c, newError(http.StatusBadRequest, "too_many_keys", "too many relay ids"))
-		return
+		return newError(http.StatusBadRequest, "too_many_keys", "too many relay ids")
 	}
 	relays := map[string]*publicKeyInfo{}
 	keys := map[string]*string{}
@@ -284,4 +248,5 @@ func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *c
 		keys[id] = &k
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"relays": relays, "public_keys": keys})
+	return nil
 }

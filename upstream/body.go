@@ -14,37 +14,20 @@ import (
 	"github.com/relayload/relayload/internal/compression"
 )
 
-// bodySource is a request body and what its reading needs.
-type bodySource struct {
-	r io.Reader
-	// n is the Content-Length, -1 when unknown (chunked).
-	n int64
-	// conn takes the body's read deadlines (nil: none to set).
-	conn net.Conn
-	// ctx is done when the client has gone.
-	ctx context.Context
-}
-
-// requestBody is the body of a request served by net/http.
-func requestBody(req *http.Request) bodySource {
-	return bodySource{r: req.Body, n: req.ContentLength, conn: requestConn(req), ctx: req.Context()}
-}
-
 // readBody reads the whole body into a pooled buffer, capped at
-// MaxWireBytes. Its first BodyPreSlotBytes (all of a smaller body) are read
-// without any slot, within HTTPBodyTimeout: a client that announces a body
-// and stalls holds nothing others need. The rest of a larger body is read
-// holding a read slot (large is then true) and must arrive at
-// HTTPMinBodyRate after HTTPBodyGrace. The caller gives back the buffer
-// with putBuf and a read slot with <-s.readSlots.
-func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError) {
-	if src.n > s.cfg.MaxWireBytes {
+// MaxWireBytes. Its first BodyPreSlotBytes are read holding no slot, within
+// HTTPBodyTimeout, so a client that stalls holds nothing others need; the
+// rest is read holding a read slot (large is then true) at HTTPMinBodyRate
+// after HTTPBodyGrace. The caller gives back the buffer with putBuf and a
+// read slot with <-s.readSlots.
+func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpError) {
+	n := req.ContentLength // -1: unknown (chunked)
+	if n > s.cfg.MaxWireBytes {
 		return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
-			fmt.Sprintf("Content-Length %d > limit %d", src.n, s.cfg.MaxWireBytes))
+			fmt.Sprintf("Content-Length %d > limit %d", n, s.cfg.MaxWireBytes))
 	}
-	conn := src.conn
+	conn := requestConn(req)
 	setBodyDeadline(conn, time.Now().Add(s.limits.bodyTimeout))
-	n := src.n
 	first := int64(BodyPreSlotBytes)
 	if n >= 0 && n < first {
 		first = n
@@ -53,7 +36,7 @@ func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError)
 	if int64(cap(*bp)) < first {
 		*bp = make([]byte, 0, first)
 	}
-	b, err := readUpTo(src.r, (*bp)[:0], int(first))
+	b, err := readUpTo(req.Body, (*bp)[:0], int(first))
 	*bp = b
 	switch {
 	case err != nil && (n >= 0 || !errors.Is(err, io.EOF)):
@@ -65,14 +48,14 @@ func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError)
 	}
 	select {
 	case s.readSlots <- struct{}{}:
-	case <-src.ctx.Done():
+	case <-req.Context().Done():
 		s.putBuf(bp)
 		return nil, false, clientGone("while waiting for a large-body slot")
 	}
 	if n >= 0 {
-		err = s.readRest(src.r, bp, int(n), conn)
+		err = s.readRest(req.Body, bp, int(n), conn)
 	} else {
-		err = s.readRestChunked(src.r, bp, conn)
+		err = s.readRestChunked(req.Body, bp, conn)
 	}
 	if err != nil {
 		s.putBuf(bp)
@@ -87,16 +70,13 @@ func (s *Server) readBody(src bodySource) (bp *[]byte, large bool, e *httpError)
 	return bp, true, nil
 }
 
-// bodyDone clears the read deadline of a body read in full. The deadline
-// must not outlive the body: net/http's background read (which notices a
-// client that hangs up) would hit it and cancel the request's context as if
-// the client had gone. After a failed read it stays: net/http drains what
-// is left of the body after the handler, and must not wait for it forever.
+// bodyDone clears the read deadline of a body read in full, else net/http's
+// background read would hit it and cancel the request as if the client had
+// gone. After a failed read it stays, bounding net/http's drain of the rest.
 func bodyDone(conn net.Conn) { setBodyDeadline(conn, time.Time{}) }
 
-// readUpTo reads from r into b until it holds limit bytes or r fails
-// (io.EOF at the end of a body of unknown length). A body's last bytes may
-// come with io.EOF: once limit bytes are in, that is no error.
+// readUpTo reads from r into b until it holds limit bytes or r fails; an
+// io.EOF with the last of limit bytes is no error.
 func readUpTo(r io.Reader, b []byte, limit int) ([]byte, error) {
 	for len(b) < limit {
 		n, err := r.Read(b[len(b):limit])
@@ -121,11 +101,9 @@ func (s *Server) rateDeadline(t0 time.Time, got int) time.Time {
 // its start), at the minimum rate.
 func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
 	if cap(*bp) < n {
-		// Replace the pooled buffer's array instead of putting it back
-		// and taking a new one: that added a buffer to the pool for
-		// every body larger than the one it got, so between two GCs
-		// the pool grew with the request count (50 MB in 4 s at
-		// 1000/s), not with the requests in flight.
+		// Grow the pooled buffer in place: putting it back and taking
+		// another would grow the pool with the request count
+		// (TestBodyBuffersBoundedByInflight).
 		b := make([]byte, len(*bp), n)
 		copy(b, *bp)
 		*bp = b
@@ -239,9 +217,8 @@ func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, 
 	return decoded, nil
 }
 
-// parseEncoding reads Content-Encoding from every header line it is on
-// (compression.ParseContentEncoding): an unknown coding, or two codings
-// stacked on one line or on two, is 415.
+// parseEncoding reads Content-Encoding from all its header lines: an
+// unknown coding, or two stacked, is 415.
 func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
 	lines := req.Header.Values("Content-Encoding")
 	if len(lines) == 0 {
@@ -261,33 +238,31 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 	if e != nil {
 		return nil, nil, e
 	}
-	body, held, e := s.readDecodedAs(requestBody(req), c, enc)
+	body, held, e := s.readDecodedAs(req, c, enc)
 	if e != nil {
 		return nil, nil, e
 	}
 	return body, func() { s.releaseBody(held) }, nil
 }
 
-// heldBody is what readDecodedAs holds for a request until releaseBody: a
-// pooled buffer the body aliases, an ingest slot and, for a body larger
-// than BodyPreSlotBytes still in its wire buffer, a read slot.
+// heldBody is what readDecodedAs holds until releaseBody: the pooled
+// buffer the body aliases, an ingest slot and maybe a read slot.
 type heldBody struct {
 	buf   *[]byte
 	large bool
 }
 
-// readDecodedAs is readDecoded for a Content-Encoding already parsed. It
-// takes an ingest slot only once the whole body is in, and drops the
-// request (client_gone) if its client has hung up by then. What it holds
-// is given back by s.releaseBody(held); an encoded body's wire buffer (and
-// read slot) go back as soon as it is decoded. It returns no closure: the
-// envelope sink allocates nothing per request.
-func (s *Server) readDecodedAs(src bodySource, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
-	bp, large, e := s.readBody(src)
+// readDecodedAs is readDecoded for a parsed Content-Encoding, without a
+// closure so the sink allocates nothing. It takes an ingest slot only once
+// the whole body is in, dropping the request (client_gone) if its client
+// has gone; an encoded body's wire buffer and read slot go back once it is
+// decoded, the rest with s.releaseBody(held).
+func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
+	bp, large, e := s.readBody(req)
 	if e != nil {
 		return nil, heldBody{}, e
 	}
-	if e := s.takeSlot(src.ctx); e != nil {
+	if e := s.takeSlot(req.Context()); e != nil {
 		s.putBuf(bp)
 		if large {
 			<-s.readSlots
@@ -313,9 +288,7 @@ func (s *Server) readDecodedAs(src bodySource, c *counters, enc compression.Enco
 	return body, held, nil
 }
 
-// takeSlot takes an ingest slot, unless the client hangs up first (net/http
-// cancels the request's context once it notices, which it can only after
-// the body was read).
+// takeSlot takes an ingest slot, unless the client hangs up first.
 func (s *Server) takeSlot(ctx context.Context) *httpError {
 	select {
 	case s.slots <- struct{}{}:
@@ -344,9 +317,8 @@ func (s *Server) releaseBody(held heldBody) {
 	<-s.slots
 }
 
-// maxQueryBytes bounds the decoded body of a project-config or public-key
-// query: Relay's largest (500 keys with their revisions) is under 100 KB,
-// and decoding a list of millions of tiny keys at once would cost many
+// maxQueryBytes bounds the decoded body of a config or public-key query,
+// far above Relay's largest: decoding millions of tiny keys costs many
 // times the body in memory.
 const maxQueryBytes = 1 << 20
 

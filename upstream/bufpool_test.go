@@ -11,12 +11,10 @@ import (
 
 // TestBodyBuffersBoundedByInflight holds the body-buffer pool to the
 // requests in flight: sequential envelopes larger than a fresh buffer must
-// not leave one buffer each in the pool. (They did: the too-small buffer
-// went back to the pool's private slot, so every later request on that P
-// got it again, allocated and pooled another; between two GCs the pool
-// grew with the request count, about 50 MB in 4 s at 1000/s in
-// orchestrate's harness.) Under -race sync.Pool drops a random quarter of
-// what is put, which hides the pile-up; the plain run catches it.
+// not leave one buffer each in the pool (a too-small buffer put back would
+// be handed out again and another allocated, so the pool would grow with
+// the request count). Under -race sync.Pool drops a random quarter of what
+// is put, which hides the pile-up; the plain run catches it.
 func TestBodyBuffersBoundedByInflight(t *testing.T) {
 	// One P: which per-P slot a sync.Pool hands out must not depend on
 	// where the scheduler puts this goroutine.

@@ -14,15 +14,11 @@ import (
 )
 
 // Outcome carriers (docs/protocol.md, Outcomes): client_report and
-// metric_buckets items in envelopes, legacy batches and the metrics
-// endpoint. A request's carriers are read element by element with a
-// streaming JSON reader into an outcomeBatch of its own, which sums them
-// with the bounds of the counters' table; only a request read in full is
-// merged into the counters, so a carrier that is invalid, or has a quantity
-// that is not a count, is refused whole with 400 and leaves no partial
-// counts. Reading element by element keeps a carrier's cost to the memory
-// of its largest element and of the batch's bounded table, whatever its
-// length: json.Unmarshal of a 15 MiB bucket list held 254 MB.
+// metric_buckets items, legacy batches and metrics-endpoint batches. Each is
+// streamed element by element (its memory is that of its largest element,
+// not of its length) into the request's own outcomeBatch, merged into the
+// counters only once the request is read in full: an invalid carrier is
+// refused whole with 400 and leaves no partial counts.
 
 // outcomeRecord is one outcome as a carrier states it.
 type outcomeRecord struct {
@@ -132,10 +128,16 @@ func (w jsonWalker) end() error {
 	return nil
 }
 
-// carrierError answers a carrier that cannot be read: a bad quantity, else
-// reason with detail.
-func carrierError(err error, reason, detail, where string) *httpError {
-	if errors.Is(err, errQuantity) {
+// finish ends reading a carrier whose walk returned err: the document must
+// end there; a bad quantity, or else reason with detail, answers a failure.
+func (w jsonWalker) finish(err error, reason, detail, where string) *httpError {
+	if err == nil {
+		err = w.end()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errQuantity):
 		return newError(http.StatusBadRequest, "bad_outcome_quantity", "invalid outcome quantity: a quantity is a whole number in 0..2^63-1",
 			where+": "+err.Error())
 	}
@@ -189,13 +191,7 @@ func (w jsonWalker) bucketList(sink outcomeSink) error {
 func readMetricBucketsItem(payload []byte, sink outcomeSink, where string) *httpError {
 	w := newJSONWalker(payload)
 	err := w.bucketList(sink)
-	if err == nil {
-		err = w.end()
-	}
-	if err != nil {
-		return carrierError(err, "bad_metric_buckets", "invalid metric_buckets item", where)
-	}
-	return nil
+	return w.finish(err, "bad_metric_buckets", "invalid metric_buckets item", where)
 }
 
 type clientReportEntry struct {
@@ -237,13 +233,7 @@ func readClientReportItem(payload []byte, sink outcomeSink, where string) *httpE
 			return nil
 		})
 	})
-	if err == nil {
-		err = w.end()
-	}
-	if err != nil {
-		return carrierError(err, "bad_client_report", "invalid client_report item", where)
-	}
-	return nil
+	return w.finish(err, "bad_client_report", "invalid client_report item", where)
 }
 
 // readEnvelopeOutcomes reads the client_report and metric_buckets items of
@@ -314,13 +304,7 @@ func readLegacyBatch(body []byte, sink outcomeSink) *httpError {
 			return nil
 		})
 	})
-	if err == nil {
-		err = w.end()
-	}
-	if err != nil {
-		return carrierError(err, "bad_json", "invalid JSON in outcomes batch", "outcomes batch")
-	}
-	return nil
+	return w.finish(err, "bad_json", "invalid JSON in outcomes batch", "outcomes batch")
 }
 
 // readMetricsBatch reads a metrics endpoint batch {"buckets": {key: [...]}}.
@@ -337,11 +321,5 @@ func readMetricsBatch(body []byte, sink outcomeSink) *httpError {
 			return nil
 		})
 	})
-	if err == nil {
-		err = w.end()
-	}
-	if err != nil {
-		return carrierError(err, "bad_json", "invalid JSON in metrics batch", "metrics batch")
-	}
-	return nil
+	return w.finish(err, "bad_json", "invalid JSON in metrics batch", "metrics batch")
 }

@@ -11,10 +11,8 @@ import (
 	"time"
 )
 
-// defaultFeatures returns the project features a load test needs: logs are
-// dropped silently by a managed Relay without ourlogs-ingestion
-// (docs/protocol.md, Project configs). standalone-span-ingestion has graduated
-// in Relay 26.4.0, which adds it itself; it is sent for older Relays.
+// defaultFeatures returns the project features a load test needs: without
+// them a managed Relay drops logs and (older Relays) spans silently.
 func defaultFeatures() []string {
 	return []string{
 		"organizations:ourlogs-ingestion",
@@ -177,28 +175,25 @@ type configsResponse struct {
 
 // handleProjectConfigs serves project and global config requests
 // (docs/protocol.md, Project configs and The global config).
-func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) {
-	body, release, _, ok := s.signedQuery(w, req, c)
-	if !ok {
-		return
+func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
+	body, release, e := s.signedQuery(req, c)
+	if e != nil {
+		return e
 	}
 	defer release()
 	version := req.URL.Query().Get("version")
 	switch version {
 	case "2", "3", "4":
 	default:
-		s.writeError(w, c, newError(http.StatusBadRequest, "bad_config_version", "unsupported projectconfigs version", "want version=3, got "+version))
-		return
+		return newError(http.StatusBadRequest, "bad_config_version", "unsupported projectconfigs version", "want version=3, got "+version)
 	}
 	var q configsRequest
 	if e := decodeQuery(body, &q, "projectconfigs request"); e != nil {
-		s.writeError(w, c, e)
-		return
+		return e
 	}
 	if len(q.PublicKeys) > MaxKeysPerRequest {
-		s.writeError(w, c, newError(http.StatusBadRequest, "too_many_keys", "too many public keys",
-			fmt.Sprintf("%d keys > %d", len(q.PublicKeys), MaxKeysPerRequest)))
-		return
+		return newError(http.StatusBadRequest, "too_many_keys", "too many public keys",
+			fmt.Sprintf("%d keys > %d", len(q.PublicKeys), MaxKeysPerRequest))
 	}
 	resp := configsResponse{Configs: map[string]ProjectState{}, Pending: []string{}, Unchanged: []string{}}
 	if q.Global && version != "2" {
@@ -235,6 +230,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 		resp.Configs[key] = st
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
 }
 
 // isPending reports whether project idx is still answered as pending.
@@ -270,18 +266,19 @@ func checkQuota(q json.RawMessage) error {
 	return nil
 }
 
-// checkCategory accepts the data-category names Relay knows (a quota with
-// any other name matches nothing); blast's kind names get a hint.
+// blastKindCategories are the data categories of blast's kind names.
+var blastKindCategories = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session",
+	"logs": "log_item", "checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}
+
+// checkCategory accepts the data-category names Relay knows; blast's kind
+// names get a hint.
 func checkCategory(c string) error {
 	if slices.Contains(categoryNames[:], c) {
 		return nil
 	}
 	hint := ""
-	switch c {
-	case "errors", "transactions", "sessions", "logs", "checkins", "check_in", "check-in":
-		hint = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session", "logs": "log_item",
-			"checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}[c]
-		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, hint)
+	if cat, ok := blastKindCategories[c]; ok {
+		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, cat)
 	}
 	return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 }

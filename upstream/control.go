@@ -11,12 +11,6 @@ func loopbackNets() []netip.Prefix {
 	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 }
 
-// ControlFrom returns the client networks /control and /stats/reset answer
-// (Config.ControlFrom, or loopback).
-func (s *Server) controlNets() []netip.Prefix {
-	return append([]netip.Prefix(nil), s.controlFrom...)
-}
-
 // controlRefused refuses a request for /control or /stats/reset from a
 // client outside ControlFrom (403, control_forbidden): those routes change
 // what every client gets and are not authenticated.

@@ -50,8 +50,8 @@ func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
 
 var jsonContentType = []string{"application/json"}
 
-// smallLengths are shared, never-modified Content-Length values for small
-// bodies, so the hot path does not allocate a header slice per response.
+// smallLengths are shared Content-Length values, so that small answers
+// allocate no header slice.
 var smallLengths = func() (t [256][]string) {
 	for i := range t {
 		t[i] = []string{strconv.Itoa(i)}

@@ -1,10 +1,13 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,14 +46,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // Faults are the failures the fake injects into Relay-facing routes (never
-// into /stats, /projects or /control). The whole set is replaced at once by
-// SetFaults / POST /control; GET /control returns it.
-//
-// What Relay does with each answer (docs/faults.md): 429 = data received,
-// limits cached; other 4xx, 500 = received and dropped; 502/503/504, a reset
-// connection or a timeout = network error, retried, outage mode after 10 s;
-// 403 {"relay":"stop"} = permanent denial at registration, an ordinary 403
-// (data dropped) on other requests.
+// into /stats, /projects or /control), replaced as a whole by SetFaults or
+// POST /control. docs/faults.md says what Relay does with each.
 type Faults struct {
 	// Latency per route name ("envelope", "projectconfigs", … or "*" for
 	// every Relay-facing route; a route's own entry wins).
@@ -82,8 +79,8 @@ type Injection struct {
 	Status      int     `json:"status,omitempty"`
 	Reset       bool    `json:"reset,omitempty"`
 	Probability float64 `json:"probability"`
-	// RetryAfter (seconds) and RateLimits (X-Sentry-Rate-Limits) for 429;
-	// defaults 60 and "60::organization:generic"... see rateLimitHeader.
+	// RetryAfter (seconds, default 60) and RateLimits (X-Sentry-Rate-Limits,
+	// default "<retry_after>::organization:generic") for a 429.
 	RetryAfter int    `json:"retry_after,omitempty"`
 	RateLimits string `json:"rate_limits,omitempty"`
 }
@@ -103,19 +100,12 @@ type Outage struct {
 	Until time.Time `json:"until,omitzero"`
 }
 
-// Bounds on every duration and size /control (and the fault flags) take,
-// so that a typo or a hostile client cannot wedge the server or make it hold
-// requests for hours (upstream/README.md lists them).
+// Bounds on what faults may ask, so that a typo or a hostile client cannot
+// wedge the server or make it hold requests for hours.
 const (
-	// maxLatency bounds each latency term and the latency one request draws
-	// (fixed + uniform + exponential, clamped).
-	maxLatency = 5 * time.Minute
-	// maxOutage bounds an outage.
-	maxOutage = time.Hour
-	// maxRetryAfter bounds retry_after and every retry-after in rate_limits
-	// (seconds): Relay stops sending the limited data for that long.
-	maxRetryAfter = 3600
-	// maxRateLimitsLen bounds the rate_limits header value an injection sets.
+	maxLatency       = 5 * time.Minute // each latency term, and their sum
+	maxOutage        = time.Hour
+	maxRetryAfter    = 3600 // seconds, in retry_after and rate_limits
 	maxRateLimitsLen = 1024
 	// MaxInjections bounds the inject list (each request walks it).
 	MaxInjections = 64
@@ -131,14 +121,7 @@ type faultState struct {
 // RouteNames lists the route names faults and /stats use.
 func RouteNames() []string { return append([]string(nil), routeNames[:]...) }
 
-func routeIndex(name string) int {
-	for i, n := range routeNames {
-		if n == name {
-			return i
-		}
-	}
-	return -1
-}
+func routeIndex(name string) int { return slices.Index(routeNames[:], name) }
 
 // Validate checks f.
 func (f *Faults) Validate() error {
@@ -149,8 +132,7 @@ func (f *Faults) Validate() error {
 		if l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min {
 			return fmt.Errorf("latency %s: durations must be ≥ 0 and max ≥ min", name)
 		}
-		// Each term is bounded before they are added, so the sum cannot
-		// overflow; min without max is a fixed term too.
+		// Bounding each term first keeps the sum from overflowing.
 		if time.Duration(l.Fixed) > maxLatency || time.Duration(l.Min) > maxLatency || time.Duration(l.Max) > maxLatency ||
 			time.Duration(l.Mean) > maxLatency || time.Duration(l.Fixed+max(l.Min, l.Max)) > maxLatency {
 			return fmt.Errorf("latency %s: fixed, min, max, mean and fixed + max(min, max) must each be at most %s", name, maxLatency)
@@ -229,13 +211,7 @@ func (s *Server) currentFaults() Faults {
 // clone deep-copies f, so callers never share maps or slices with the
 // state requests read.
 func (f Faults) clone() Faults {
-	if f.Latency != nil {
-		m := make(map[string]Latency, len(f.Latency))
-		for k, v := range f.Latency {
-			m[k] = v
-		}
-		f.Latency = m
-	}
+	f.Latency = maps.Clone(f.Latency)
 	f.Inject = append([]Injection(nil), f.Inject...)
 	if f.Outage != nil {
 		o := *f.Outage
@@ -251,11 +227,9 @@ func (s *Server) random() float64 {
 }
 
 func (s *Server) latency(l Latency) time.Duration {
-	d := time.Duration(l.Fixed)
+	d := time.Duration(l.Fixed + l.Min)
 	if l.Max > l.Min {
-		d += time.Duration(l.Min) + time.Duration(s.random()*float64(l.Max-l.Min))
-	} else {
-		d += time.Duration(l.Min)
+		d += time.Duration(s.random() * float64(l.Max-l.Min))
 	}
 	if l.Mean > 0 {
 		s.faultMu.Lock()
@@ -281,24 +255,17 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 			case OutageRefuse:
 				resetConnection(w)
 			case OutageHang:
-				t := time.NewTimer(o.Until.Sub(now))
-				select {
-				case <-t.C:
-				case <-req.Context().Done():
-				}
-				t.Stop()
+				s.sleep(req, o.Until.Sub(now))
 				resetConnection(w)
 			default:
-				e := newError(http.StatusServiceUnavailable, "fault_outage", "upstream outage (injected)")
-				writeJSON(w, e.status, e.body)
+				writeJSON(w, http.StatusServiceUnavailable, newError(http.StatusServiceUnavailable, "fault_outage", "upstream outage (injected)").body)
 			}
 			return true
 		}
 	}
 	if f.RelayStop && (r == routeChallenge || r == routeResponse || req.Header.Get("X-Sentry-Relay-Id") != "") {
 		c.faultsInjected.add("relay_stop", 1)
-		e := relayStop("relay stopped (injected)")
-		writeJSON(w, e.status, e.body)
+		writeJSON(w, http.StatusForbidden, relayStop("relay stopped (injected)").body)
 		return true
 	}
 	name := routeNames[r]
@@ -332,8 +299,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 			}
 			w.Header().Set("X-Sentry-Rate-Limits", rl)
 		}
-		e := newError(in.Status, "fault", http.StatusText(in.Status)+" (injected)")
-		writeJSON(w, e.status, e.body)
+		writeJSON(w, in.Status, newError(in.Status, "fault", http.StatusText(in.Status)+" (injected)").body)
 		return true
 	}
 	return false
@@ -351,10 +317,8 @@ func (s *Server) sleep(req *http.Request, d time.Duration) {
 	}
 }
 
-// resetConnection drops the connection without an HTTP answer: hijack it and
-// close with SO_LINGER 0, so the peer sees a TCP reset. If the connection
-// cannot be hijacked (HTTP/2), the handler panics with http.ErrAbortHandler,
-// which makes net/http abort the stream.
+// resetConnection drops the connection without an answer, with a TCP reset
+// (SO_LINGER 0), or aborts the stream where it cannot be hijacked (HTTP/2).
 func resetConnection(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -368,46 +332,40 @@ func resetConnection(w http.ResponseWriter) {
 }
 
 // handleControl serves GET (current faults) and POST (replace faults).
-func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *counters) {
+func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
-		writeJSON(w, http.StatusOK, s.Faults())
 	case http.MethodPost, http.MethodPut:
 		body, release, e := s.readDecoded(req, c)
 		if e != nil {
-			s.writeError(w, c, e)
-			return
+			return e
 		}
 		defer release()
 		if len(body) > MaxControlBytes {
-			s.writeError(w, c, newError(http.StatusRequestEntityTooLarge, "too_large_control", "faults JSON too large",
-				fmt.Sprintf("%d bytes > limit %d", len(body), MaxControlBytes)))
-			return
+			return newError(http.StatusRequestEntityTooLarge, "too_large_control", "faults JSON too large",
+				fmt.Sprintf("%d bytes > limit %d", len(body), MaxControlBytes))
 		}
 		var f Faults
-		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&f); err != nil {
-			s.writeError(w, c, newError(http.StatusBadRequest, "bad_control", "invalid faults JSON", err.Error()))
-			return
+			return newError(http.StatusBadRequest, "bad_control", "invalid faults JSON", err.Error())
 		}
 		if err := f.Validate(); err != nil {
-			s.writeError(w, c, newError(http.StatusBadRequest, "bad_control", "invalid faults", err.Error()))
-			return
+			return newError(http.StatusBadRequest, "bad_control", "invalid faults", err.Error())
 		}
 		_ = s.SetFaults(f) // valid: it cannot fail
-		writeJSON(w, http.StatusOK, s.Faults())
 	default:
-		s.writeError(w, c, methodNotAllowed(req))
+		return methodNotAllowed(req)
 	}
+	writeJSON(w, http.StatusOK, s.Faults())
+	return nil
 }
 
 // checkRateLimits checks an X-Sentry-Rate-Limits value for an injection:
-// comma-separated quotas "retry_after:categories:scope[:reason_code[:namespaces]]"
-// (Relay's parse_rate_limits, relay-server/src/utils/rate_limits.rs), each
-// retry_after a number of seconds in [0, maxRetryAfter], the whole at most
-// maxRateLimitsLen bytes. Relay skips a quota whose retry_after does not
-// parse; here that is an error, as it is surely a typo.
+// comma-separated "retry_after:categories:scope[:reason_code[:namespaces]]"
+// (Relay's parse_rate_limits), each retry_after in [0, maxRetryAfter]
+// seconds. Relay skips a retry_after that does not parse; here it is a typo.
 func checkRateLimits(v string) error {
 	if len(v) > maxRateLimitsLen {
 		return fmt.Errorf("%d bytes, at most %d", len(v), maxRateLimitsLen)

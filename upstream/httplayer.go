@@ -14,22 +14,16 @@ import (
 	"time"
 )
 
-// What Go's HTTP server does before a handler runs (or instead of it) is
-// invisible to the handlers: a header over the cap is answered 431, a bad
-// request line 400, a header that never ends is cut at ReadHeaderTimeout,
-// all without a request reaching Server.serveHTTP. Server.Listener wraps
-// each accepted connection in a trackedConn, and the http.Server from
-// HTTPServer reports each connection's states (ConnState) to the Server;
-// together they see what a connection did between two requests and count
-// it in Stats.HTTPLayer. Lines net/http writes to its ErrorLog are counted
-// by class too (and still printed).
+// What Go's HTTP server answers or cuts before any handler runs (431, 400,
+// header timeouts) is counted in Stats.HTTPLayer from each connection's
+// states (connState) and from a trackedConn wrapping it; lines net/http
+// logs are counted by class too (and still printed).
 
-// connKey is the context key under which HTTPServer's ConnContext stores a
-// request's connection (a *trackedConn when served through Listener).
+// connKey is the context key of a request's connection (connContext).
 type connKey struct{}
 
 // requestConn returns the connection req arrived on, or nil when the
-// handler is not served through HTTPServer (httptest with Handler).
+// handler is served by another server (httptest with Handler).
 func requestConn(req *http.Request) net.Conn {
 	c, _ := req.Context().Value(connKey{}).(net.Conn)
 	return c
@@ -44,8 +38,7 @@ const (
 )
 
 // trackedConn is an accepted connection that remembers what the HTTP layer
-// did on it: whether a read timed out, and whether net/http answered it
-// before any handler (it writes those answers straight to the connection).
+// did on it, including answers net/http wrote to it before any handler.
 type trackedConn struct {
 	net.Conn
 	s            *Server
@@ -73,8 +66,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	if c.phase.Load() == phasePending && c.rejected.CompareAndSwap(false, true) {
 		g := c.s.acquire()
 		if c.readEOF.Load() {
-			// net/http answers a header cut short by the client's close
-			// with 400, to nobody.
+			// net/http answers a header cut short by a close, to nobody.
 			g.http.closedMidHeader.Add(1)
 		} else {
 			g.http.rejected[rejectedStatus(b)].Add(1)
@@ -90,8 +82,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// SetLinger lets the reset fault close the connection with a TCP reset
-// through the wrapper (hijacking returns the connection as accepted).
+// SetLinger lets the reset fault reset the connection through the wrapper.
 func (c *trackedConn) SetLinger(sec int) error {
 	if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
 		return tc.SetLinger(sec)
@@ -107,8 +98,8 @@ func (c *trackedConn) CloseWrite() error {
 	return errors.ErrUnsupported
 }
 
-// rejectedStatus reads the status code of an answer net/http wrote itself
-// ("HTTP/1.1 431 Request Header Fields Too Large…"); 0 if b is not one.
+// rejectedStatus reads the status of an answer net/http wrote itself
+// ("HTTP/1.1 431 …"); 0 if b is not one.
 func rejectedStatus(b []byte) int {
 	if len(b) < 12 || string(b[:7]) != "HTTP/1." || b[8] != ' ' {
 		return 0
@@ -140,15 +131,11 @@ func (l trackingListener) Accept() (net.Conn, error) {
 	return &trackedConn{Conn: c, s: l.s}, nil
 }
 
-// Listener wraps ln so that the http.Server from HTTPServer can count what
-// Go's HTTP layer does on each connection (Stats.HTTPLayer). Serve with
-// hs.Serve(s.Listener(ln)); without it the server works the same but
-// http_layer stays empty.
+// listener wraps ln so that connections are counted in Stats.HTTPLayer.
 func (s *Server) listener(ln net.Listener) net.Listener { return trackingListener{ln, s} }
 
-// connContext puts the connection into every request's context (see
-// requestConn): the body reader sets the connection's read deadline per
-// body, and serveRoute marks the connection as served.
+// connContext puts the connection into every request's context, for body
+// read deadlines and markServing.
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
@@ -157,9 +144,7 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 // when it closes, what it was doing if no handler had its request.
 func (s *Server) connState(conn net.Conn, state http.ConnState) {
 	if state == http.StateIdle {
-		// The answer is out: the next request starts without a deadline
-		// left over from this one (net/http sets none itself, since the
-		// server has no WriteTimeout).
+		// No answer's write deadline carries over to the next request.
 		_ = conn.SetWriteDeadline(time.Time{})
 	}
 	c, ok := conn.(*trackedConn)
@@ -183,30 +168,22 @@ func (s *Server) connState(conn net.Conn, state http.ConnState) {
 }
 
 // countClosed counts a connection that closed before a handler had its
-// request. A connection closed while idle, or after its handler, closed
-// normally.
+// request (closing while idle or after a handler is normal).
 func (s *Server) countClosed(c *trackedConn) {
-	var n *atomic.Int64
+	phase := c.phase.Load()
+	if phase != phaseNew && (phase != phasePending || c.rejected.Load()) {
+		return // closed normally, or counted when the answer was written
+	}
 	g := s.acquire()
 	defer g.inflight.Add(-1)
-	switch c.phase.Load() {
-	case phaseNew:
-		n = &g.http.closedBeforeRequest
-		if c.readTimedOut.Load() {
-			n = &g.http.headerTimeouts
-		}
-	case phasePending:
-		if c.rejected.Load() {
-			return // counted when the answer was written
-		}
-		n = &g.http.closedMidHeader
-		if c.readTimedOut.Load() {
-			n = &g.http.headerTimeouts
-		}
+	switch {
+	case c.readTimedOut.Load():
+		g.http.headerTimeouts.Add(1)
+	case phase == phaseNew:
+		g.http.closedBeforeRequest.Add(1)
 	default:
-		return
+		g.http.closedMidHeader.Add(1)
 	}
-	n.Add(1)
 }
 
 // markServing records that a handler took the request on req's connection.
@@ -232,9 +209,8 @@ var serverLogClasses = [...]struct{ contains, class string }{
 // otherServerLog is the class of a line no entry matches.
 const otherServerLog = "other"
 
-// classifyServerLog names the class of an ErrorLog line (one of
-// serverLogClasses, or "other"): the set is fixed, so a client that makes
-// the server log cannot grow the table.
+// classifyServerLog names the class of an ErrorLog line, from a fixed set
+// so that clients cannot grow the table.
 func classifyServerLog(line string) string {
 	for _, c := range serverLogClasses {
 		if strings.Contains(line, c.contains) {
@@ -244,9 +220,8 @@ func classifyServerLog(line string) string {
 	return otherServerLog
 }
 
-// serverLog is http.Server.ErrorLog's destination: it counts each line by
-// class and prints it to the standard logger, as net/http does without an
-// ErrorLog.
+// serverLog counts each ErrorLog line by class and prints it to the
+// standard logger, as net/http does without an ErrorLog.
 type serverLog struct{ s *Server }
 
 func (l serverLog) Write(p []byte) (int, error) {
@@ -269,8 +244,8 @@ type httpLayerCounters struct {
 	errorLog            reasonCounter // by class (a fixed set)
 }
 
-// HTTPLayer counts what Go's HTTP server did on connections served through
-// Server.Listener before (or instead of) a handler, and the answers it cut.
+// HTTPLayer counts what Go's HTTP server did on connections before (or
+// instead of) a handler, and the answers it cut.
 type HTTPLayer struct {
 	// Connections accepted.
 	Connections int64 `json:"connections"`
@@ -282,9 +257,8 @@ type HTTPLayer struct {
 	// HeaderTimeouts: cut by ReadHeaderTimeout before the header was complete.
 	HeaderTimeouts int64 `json:"header_timeouts"`
 	// Rejected: answered by the HTTP server itself, by status ("431"
-	// header over the cap, "400" a request that does not parse, TLS bytes
-	// included, "501" unknown transfer coding, "417" unknown expectation;
-	// on FastHTTPServer also "408", a read timeout before any handler).
+	// header over the cap, "400" a request that does not parse, "501"
+	// unknown transfer coding, "417" unknown expectation).
 	Rejected map[string]int64 `json:"rejected"`
 	// WriteTimeouts: connections whose answer missed its write deadline
 	// (the client did not read it in time).

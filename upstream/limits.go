@@ -7,22 +7,11 @@ import (
 	"github.com/relayload/relayload/envelope"
 )
 
-// Envelope limits. The decoded cap (Config.MaxDecodedBytes, 16 MiB, under
-// Relay's limits.max_envelope_size of 200 MiB) bounds an envelope's bytes;
-// these bound its items, so that the work and memory one envelope costs
-// follow from both (upstream/README.md, Limits).
-//
-// Relay enforces per-type counts and sizes in check_envelope_size_limits
-// (relay-server/src/utils/sizes.rs) with the defaults of relay-config's
-// Limits (relay-config/src/config.rs), answering 413 "envelope exceeded
-// size limits for type '…'". The counts mirrored here are those of
-// getsentry/relay's master: max_session_count (100; also in 26.4.0),
-// max_attachment_count (30), max_client_reports_count (100) and
-// max_standalone_span_count (25), and the size max_client_reports_size
-// (100 KiB; 26.4.0 had 4 KiB): client reports are the carrier an SDK can
-// fill with outcome rows. Relay caps the total item count only through
-// max_envelope_size; MaxEnvelopeItems is the fake's own bound, well above
-// the sum of Relay's per-type counts (about 260 items of known types).
+// Envelope limits: the decoded cap (Config.MaxDecodedBytes) bounds an
+// envelope's bytes, these its items. The per-type ones are Relay's defaults
+// (relay-config Limits, enforced in relay-server's
+// check_envelope_size_limits with a 413); MaxEnvelopeItems is the fake's
+// own, well above their sum.
 const (
 	// MaxEnvelopeItems bounds the items of one envelope (413 beyond).
 	MaxEnvelopeItems = 1000
@@ -46,8 +35,7 @@ func isContainer(contentType []byte) bool {
 	return false
 }
 
-// checkEnvelopeLimits applies the per-type limits above to a scanned
-// envelope (at most MaxEnvelopeItems items: ScanLimit stopped the rest).
+// checkEnvelopeLimits applies the per-type limits to a scanned envelope.
 func checkEnvelopeLimits(sum *envelope.Summary) *httpError {
 	var sessions, attachments, reports, reportBytes, spans int
 	for i := range sum.Items {

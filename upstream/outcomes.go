@@ -53,37 +53,31 @@ func clipReason(r string) string {
 	return r[:i]
 }
 
-// handleLegacyOutcomes serves POST /api/0/relays/outcomes/ (Relay ≤ 26.5).
-func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, c *counters) {
-	body, release, _, ok := s.signedQuery(w, req, c)
-	if !ok {
-		return
-	}
-	defer release()
-	var b outcomeBatch
-	if e := readLegacyBatch(body, &b); e != nil {
-		s.writeError(w, c, e)
-		return
-	}
-	b.messages[srcLegacy] = 1
-	b.count(c)
-	writeRawJSON(w, http.StatusOK, emptyObject)
+// handleLegacyOutcomes serves POST /api/0/relays/outcomes/.
+func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
+	return s.outcomeQuery(w, req, c, srcLegacy, readLegacyBatch)
 }
 
 // handleMetrics serves POST /api/0/relays/metrics/ (http.global_metrics):
 // the body is compressed, the signature covers the decoded body.
-func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request, c *counters) {
-	body, release, _, ok := s.signedQuery(w, req, c)
-	if !ok {
-		return
+func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
+	return s.outcomeQuery(w, req, c, srcMetricsEndpoint, readMetricsBatch)
+}
+
+// outcomeQuery reads a signed outcome carrier from source src with read and
+// counts it once it was read in full.
+func (s *Server) outcomeQuery(w http.ResponseWriter, req *http.Request, c *counters, src int, read func([]byte, outcomeSink) *httpError) *httpError {
+	body, release, e := s.signedQuery(req, c)
+	if e != nil {
+		return e
 	}
 	defer release()
 	var b outcomeBatch
-	if e := readMetricsBatch(body, &b); e != nil {
-		s.writeError(w, c, e)
-		return
+	if e := read(body, &b); e != nil {
+		return e
 	}
-	b.messages[srcMetricsEndpoint] = 1
+	b.messages[src] = 1
 	b.count(c)
 	writeRawJSON(w, http.StatusOK, emptyObject)
+	return nil
 }

@@ -368,7 +368,7 @@ func TestPublicKeysAndLive(t *testing.T) {
 }
 
 // TestRegisteredRelaysBounded: self-registration stops at MaxRegisteredRelays
-// (each relay holds a signature cache), answered 403 JSON and counted; relays
+// (each relay is remembered), answered 403 JSON and counted; relays
 // already registered may register again.
 func TestRegisteredRelaysBounded(t *testing.T) {
 	f := newFixture(t, nil)

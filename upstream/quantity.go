@@ -23,10 +23,8 @@ func (e *quantityError) Error() string { return "quantity " + e.text + ": " + e.
 func (e *quantityError) Unwrap() error { return errQuantity }
 
 // parseQuantity reads one outcome quantity: a JSON number whose value is a
-// whole number in [0, 2⁶³−1]. Relay writes client-report and legacy
-// quantities as integers (u32) and outcome counter values as floats (3.0),
-// so an integral float is a quantity too; anything else is bad input, never
-// truncated or wrapped into a count.
+// whole number in [0, 2⁶³−1] (Relay writes counter values as floats, 3.0);
+// anything else is bad input, never truncated or wrapped into a count.
 func parseQuantity(b []byte) (int64, error) {
 	bad := func(why string) (int64, error) {
 		return 0, &quantityError{text: clipReason(string(b)), why: why}
@@ -91,8 +89,7 @@ func (q *quantity) UnmarshalJSON(b []byte) error {
 }
 
 // addSaturating returns a+b for non-negative a and b, or math.MaxInt64
-// where the sum would wrap: a counter that has seen more than it can hold
-// stays at its maximum instead of turning into a meaningless number.
+// where the sum would wrap.
 func addSaturating(a, b int64) int64 {
 	if s := a + b; s >= a {
 		return s

@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/relayload/relayload/relayauth"
 )
@@ -31,24 +32,30 @@ func (s *Server) lookupRelay(id string) *relay {
 // authRelay checks X-Sentry-Relay-Id and X-Sentry-Relay-Signature over data
 // (empty for an envelope: Relay signs its forwards over no data) on a
 // request after registration.
-func (s *Server) authRelay(req *http.Request, c *counters, data []byte) (*relay, *httpError) {
+func (s *Server) authRelay(req *http.Request, c *counters, data []byte) *httpError {
 	rl, e := s.registeredRelay(req.Header.Get("X-Sentry-Relay-Id"))
 	if e != nil {
-		return nil, e
+		return e
 	}
+	return s.verifySignature(req, c, rl.pub, data, s.cfg.MaxSignatureAge)
+}
+
+// verifySignature checks the request's X-Sentry-Relay-Signature over data
+// with pub (unless Config.VerifySignatures is off) and counts the check.
+func (s *Server) verifySignature(req *http.Request, c *counters, pub relayauth.PublicKey, data []byte, maxAge time.Duration) *httpError {
 	if !s.cfg.VerifySignatures {
 		c.sigNotChecked.Add(1)
-		return rl, nil
+		return nil
 	}
 	sig := req.Header.Get("X-Sentry-Relay-Signature")
 	if sig == "" {
-		return nil, newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
+		return newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
 	}
-	if _, err := rl.pub.VerifyTime(data, sig, s.cfg.MaxSignatureAge, s.now()); err != nil {
-		return nil, signatureError(err)
+	if err := pub.Verify(data, sig, maxAge, s.now()); err != nil {
+		return signatureError(err)
 	}
 	c.sigVerified.Add(1)
-	return rl, nil
+	return nil
 }
 
 // registeredRelay is the registered relay of id, or the error that

@@ -11,8 +11,7 @@ import (
 	"github.com/relayload/relayload/projects"
 )
 
-// statusWriter records the status for request statistics and gives the
-// answer its write deadline as it starts.
+// statusWriter records the answer's status and gives it its write deadline.
 type statusWriter struct {
 	http.ResponseWriter
 	status     int
@@ -40,15 +39,14 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (hijack).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// protocolRoute reports whether faults apply to the route: everything Relay
-// talks to, never the harness's own /stats, /projects and /control.
+// protocolRoute reports whether faults apply to the route: Relay's routes,
+// not /stats, /projects or /control.
 func protocolRoute(r int) bool {
 	return r <= routeLive || r == routeNotFound
 }
 
-// acquire pins the current counter generation for one request: ResetStats
-// waits until no request holds the generation it replaced, so every request
-// is counted entirely in one generation and no increment is lost.
+// acquire pins the current counter generation for one request, so that it
+// counts entirely into one generation (ResetStats waits for it).
 func (s *Server) acquire() *counters {
 	for {
 		c := s.stats.Load()
@@ -60,17 +58,11 @@ func (s *Server) acquire() *counters {
 	}
 }
 
-// serveHTTP routes a request (router.lookup) and serves it.
+// serveHTTP serves a request: it routes it, pins the counter generation,
+// applies faults, calls the route's handler, answers and counts its error,
+// counts the status under the route and recovers a panic (counted, 500).
 func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	r, projectID := s.routes.lookup(req.URL.Path)
-	s.serveRoute(rw, req, r, projectID)
-}
-
-// serveRoute serves a request for route r: it pins the counter generation,
-// records the answer's status under the route, recovers a panic (counted,
-// answered 500 in Relay's error form), applies faults to the Relay-facing
-// routes and calls the route's handler.
-func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, projectID string) {
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
 	w, _ := s.writers.Get().(*statusWriter)
@@ -89,8 +81,7 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 				s.writeError(w, c, newError(http.StatusInternalServerError, "panic", "internal error", fmt.Sprint(p)))
 			}
 		}
-		// Status 0: the connection was dropped without an answer (reset
-		// and outage faults).
+		// Status 0: dropped without an answer (reset and outage faults).
 		if status := w.status; status >= 0 && status < 600 {
 			c.requests[r][status].Add(1)
 		}
@@ -100,57 +91,54 @@ func (s *Server) serveRoute(rw http.ResponseWriter, req *http.Request, r int, pr
 	if s.hook != nil {
 		s.hook(req)
 	}
-	if protocolRoute(r) {
-		if done := s.applyFaults(w, req, r, c); done {
-			return
-		}
+	if protocolRoute(r) && s.applyFaults(w, req, r, c) {
+		return
 	}
+	var e *httpError
 	switch r {
 	case routeEnvelope:
-		s.handleEnvelope(w, req, c, projectID)
+		e = s.handleEnvelope(w, req, c, projectID)
 	case routeChallenge:
-		s.handleChallenge(w, req, c)
+		e = s.handleChallenge(w, req, c)
 	case routeResponse:
-		s.handleResponse(w, req, c)
+		e = s.handleResponse(w, req, c)
 	case routeProjectConfigs:
-		s.handleProjectConfigs(w, req, c)
+		e = s.handleProjectConfigs(w, req, c)
 	case routePublicKeys:
-		s.handlePublicKeys(w, req, c)
+		e = s.handlePublicKeys(w, req, c)
 	case routeMetrics:
-		s.handleMetrics(w, req, c)
+		e = s.handleMetrics(w, req, c)
 	case routeOutcomes:
-		s.handleLegacyOutcomes(w, req, c)
+		e = s.handleLegacyOutcomes(w, req, c)
 	case routeLive:
 		writeRawJSON(w, http.StatusOK, []byte(`{"is_healthy":true}`))
 	case routeStats:
-		s.handleStats(w, req, c)
+		e = s.handleStats(w, req)
 	case routeStatsReset:
-		if e := s.controlRefused(req); e != nil {
-			s.writeError(w, c, e)
-			return
+		if e = s.controlRefused(req); e == nil && req.Method != http.MethodPost {
+			e = methodNotAllowed(req)
 		}
-		if req.Method != http.MethodPost {
-			s.writeError(w, c, methodNotAllowed(req))
-			return
+		if e == nil {
+			// Release the old generation (ResetStats waits for it), count
+			// the reset request itself in the new one.
+			c.inflight.Add(-1)
+			st := s.ResetStats()
+			c = s.acquire()
+			writeJSON(w, http.StatusOK, st)
 		}
-		// Release the old generation (ResetStats waits for it), count the
-		// reset request itself in the new one.
-		c.inflight.Add(-1)
-		st := s.ResetStats()
-		c = s.acquire()
-		writeJSON(w, http.StatusOK, st)
 	case routeProjects:
-		s.handleProjects(w, req, c)
+		e = s.handleProjects(w, req)
 	case routeControl:
-		if e := s.controlRefused(req); e != nil {
-			s.writeError(w, c, e)
-			return
+		if e = s.controlRefused(req); e == nil {
+			e = s.handleControl(w, req, c)
 		}
-		s.handleControl(w, req, c)
 	case routeStore:
-		s.writeError(w, c, newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/"))
+		e = newError(http.StatusNotFound, "store_endpoint", "the legacy store endpoint is not implemented; send envelopes to /api/<project_id>/envelope/")
 	default:
-		s.writeError(w, c, newError(http.StatusNotFound, "unknown_route", "unknown route", req.Method+" "+req.URL.Path))
+		e = newError(http.StatusNotFound, "unknown_route", "unknown route", req.Method+" "+req.URL.Path)
+	}
+	if e != nil {
+		s.writeError(w, c, e)
 	}
 }
 
@@ -159,10 +147,9 @@ func methodNotAllowed(req *http.Request) *httpError {
 }
 
 // handleStats serves GET /stats (JSON or Prometheus text).
-func (s *Server) handleStats(w http.ResponseWriter, req *http.Request, c *counters) {
+func (s *Server) handleStats(w http.ResponseWriter, req *http.Request) *httpError {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		s.writeError(w, c, methodNotAllowed(req))
-		return
+		return methodNotAllowed(req)
 	}
 	st := s.Stats()
 	st.InFlight-- // not this request
@@ -176,8 +163,9 @@ func (s *Server) handleStats(w http.ResponseWriter, req *http.Request, c *counte
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(b)
 	default:
-		s.writeError(w, c, newError(http.StatusBadRequest, "bad_stats_format", "unknown format", "want json or prometheus, got "+f))
+		return newError(http.StatusBadRequest, "bad_stats_format", "unknown format", "want json or prometheus, got "+f)
 	}
+	return nil
 }
 
 // ProjectDSN is one entry of GET /projects.
@@ -186,18 +174,16 @@ type ProjectDSN struct {
 	DSN string `json:"dsn"`
 }
 
-// projectsChunk is how much of the /projects list is encoded before it is
-// written: the list is streamed, so an answer that is not read holds this
-// much, not the whole list (tens of MB for 100k projects).
+// projectsChunk is how much of the streamed /projects list is encoded
+// before it is written: an answer that is not read holds this much.
 const projectsChunk = 32 << 10
 
 // handleProjects serves GET /projects: every project with its DSN for the
 // origin, streamed as one JSON array under a write deadline that grows with
 // what was written (HTTPWriteTimeout + size at HTTPMinWriteRate).
-func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *counters) {
+func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request) *httpError {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		s.writeError(w, c, methodNotAllowed(req))
-		return
+		return methodNotAllowed(req)
 	}
 	origin := req.URL.Query().Get("origin")
 	if origin == "" {
@@ -205,8 +191,7 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 	}
 	// The origin alone decides whether a DSN can be made.
 	if _, err := s.cfg.Projects[0].DSN(origin); err != nil {
-		s.writeError(w, c, newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error()))
-		return
+		return newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error())
 	}
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
@@ -235,13 +220,14 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request, c *cou
 		dsn, _ := p.DSN(origin)
 		b, err := json.Marshal(ProjectDSN{Project: p, DSN: dsn})
 		if err != nil {
-			return // cannot happen: the fields are strings and integers
+			return nil // cannot happen: the fields are strings and integers
 		}
 		buf = append(buf, b...)
 		if len(buf) >= projectsChunk && !flush() {
-			return // the client did not read in time or has gone
+			return nil // the client did not read in time or has gone
 		}
 	}
 	buf = append(buf, ']')
 	flush()
+	return nil
 }

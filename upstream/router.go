@@ -7,12 +7,9 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// routeTable is the fake upstream's routing table, in chi patterns. Every
-// route matches every method: the handlers check the method themselves and
-// answer 405 (counted under the route, after faults, so an outage answers a
-// GET on the envelope route like a POST). The harness's routes take an
-// optional trailing slash; Relay's are exact. {projectID} must be 1–18
-// digits, else the request is unknown (routeNotFound).
+// routeTable is the routing table, in chi patterns. A route matches every
+// method, so a wrong one is answered 405 by its handler, after faults.
+// Relay's routes are exact; {projectID} must be 1–18 digits.
 var routeTable = [...]struct {
 	pattern string
 	route   int
@@ -36,25 +33,16 @@ var routeTable = [...]struct {
 	{"/control/", routeControl},
 }
 
-// router classifies request paths with a chi routing tree.
-//
-// chi's radix tree does the matching, but chi.Mux does not serve the
-// requests: Mux.ServeHTTP stores its routing context in a copy of the request
-// (r.WithContext(context.WithValue(…)) and r.SetPathValue), three to four
-// allocations per request, and the envelope sink allocates nothing per
-// request (TestSinkHandlerAllocs). Mux.Find with a pooled chi.Context walks
-// the same tree without allocating; serveHTTP then does what chi middleware
-// would (recovery, counting, faults) in one place, because recovery must
-// answer in Relay's JSON error form and count the panic under the route, and
-// the body limits are enforced while reading (readBody), with 413 answers.
+// router classifies request paths with chi's routing tree, through
+// Mux.Find and a pooled chi.Context: Mux.ServeHTTP would allocate a request
+// copy per request (TestSinkHandlerAllocs, BenchmarkRouteLookup).
 type router struct {
 	mux   *chi.Mux
 	route map[string]int // pattern → route
 	ctxs  sync.Pool      // *chi.Context
 }
 
-// matched is the handler chi holds for every pattern; only the pattern that
-// Find returns is used.
+// matched is the handler chi holds for every pattern (never called).
 var matched = http.NotFoundHandler()
 
 func newRouter() *router {
@@ -72,8 +60,8 @@ func newRouter() *router {
 func (rt *router) lookup(path string) (r int, projectID string) {
 	rctx := rt.ctxs.Get().(*chi.Context)
 	rctx.Reset()
-	// Any method chi knows finds the same pattern (see routeTable); methods
-	// it does not know (PROPFIND) must still reach the handler for a 405.
+	// Every pattern takes every method; Find with GET also routes methods
+	// chi does not know (PROPFIND), for a 405.
 	r, ok := rt.route[rt.mux.Find(rctx, http.MethodGet, path)]
 	if !ok {
 		r = routeNotFound

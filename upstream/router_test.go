@@ -5,8 +5,7 @@ import (
 	"testing"
 )
 
-// TestRouteLookup pins what each path routes to (the hand-written router's
-// table before chi, case for case).
+// TestRouteLookup pins what each path routes to.
 func TestRouteLookup(t *testing.T) {
 	rt := newRouter()
 	for _, tc := range []struct {

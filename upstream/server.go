@@ -1,7 +1,14 @@
-// Package upstream is a fake Sentry that a Relay in managed mode registers
-// with, pulls project and global configs from, and forwards envelopes,
-// metrics and outcomes to (docs/protocol.md). It counts everything it
-// receives and serves the counts at GET /stats.
+// Package upstream is a fake Sentry for load-testing Relay: a Relay in
+// managed mode registers with it, pulls project and global configs from it
+// and forwards envelopes, metrics and outcomes to it (docs/protocol.md). It
+// checks every request before answering it and counts what it accepted.
+//
+// Start one as an httptest.Server, on a free loopback port:
+//
+//	srv, err := upstream.Start(upstream.Config{Projects: ps, VerifySignatures: true})
+//	if err != nil { … }
+//	defer srv.Close()
+//	// relay.upstream: srv.URL; counts: srv.Stats()
 //
 // Routes (Handler):
 //
@@ -9,28 +16,23 @@
 //	POST /api/0/relays/register/response/    registration step 2 (stateless HMAC token)
 //	POST /api/0/relays/projectconfigs/       project configs v3 and the global config (signed)
 //	POST /api/0/relays/publickeys/           public keys of registered relays (signed)
-//	POST /api/0/relays/outcomes/             legacy outcome batches (signed, Relay ≤ 26.5)
-//	POST /api/0/relays/metrics/              global metric batches (compressed, signed over the decoded body)
+//	POST /api/0/relays/outcomes/             legacy outcome batches (signed)
+//	POST /api/0/relays/metrics/              global metric batches (signed over the decoded body)
 //	GET  /api/0/relays/live/                 {"is_healthy": true}
 //	POST /api/<project_id>/envelope/         the envelope sink (Relay or SDKs)
 //	GET  /stats[?format=prometheus]          counters; POST /stats/reset zeroes them atomically
 //	GET  /projects[?origin=http://host:port] the projects with ready-made DSNs
 //	GET|POST /control                        fault injection (see Faults)
 //
-// Every bad request is answered with a 4xx JSON body {"detail", "causes"} and
-// counted by reason in Stats.Errors; unknown routes get 404 JSON; a panic in
-// a handler is recovered, counted and answered 500. The routes are a chi
-// routing table (router.go). Server.HTTPServer is the http.Server to serve
-// Handler with, on a listener wrapped by Server.Listener: the timeouts,
-// header cap and per-body and per-answer deadlines cmd/fake-upstream and
-// orchestrate both use. /control and /stats/reset answer only the clients
-// in Config.ControlFrom (loopback by default).
-//
-// # Signatures
-//
-// Every relay request after registration is verified in full (Ed25519) when
-// Config.VerifySignatures is on: an envelope's signature over empty data,
-// as Relay signs its forwards, and a JSON query's over its body.
+// An envelope is checked in this order, then counted, then answered:
+// injected faults, method, Content-Encoding, relay id and signature (when
+// X-Sentry-Relay-Id is present; Relay signs forwards over empty data),
+// project id, body size and decoding, framing (at most MaxEnvelopeItems
+// items), project key, Relay's per-type item limits, and the outcome
+// carriers it holds. A refused request is answered 4xx JSON {"detail",
+// "causes"} and counted by reason in Stats.Errors; a panic is recovered,
+// counted and answered 500. /control and /stats/reset answer only the
+// clients in Config.ControlFrom.
 package upstream
 
 import (
@@ -59,12 +61,11 @@ const (
 	DefaultRegistrationMaxAge = 60 * time.Second
 	DefaultMaxWireBytes       = 20 << 20 // Relay's max_api_payload_size
 	DefaultMaxDecodedBytes    = 16 << 20
-	// MaxPendingFor bounds --pending-for (which must stay below it): Relay
-	// abandons a key still pending after limits.query_timeout (30 s) and
-	// caches the project as disabled.
+	// MaxPendingFor bounds Config.PendingFor (exclusive): Relay gives up on
+	// a key pending past limits.query_timeout and caches it as disabled.
 	MaxPendingFor = 25 * time.Second
-	// MaxKeysPerRequest caps publicKeys in one project-config request
-	// (Relay's cache.batch_size default is 500).
+	// MaxKeysPerRequest caps the keys of one config or public-key query
+	// (Relay's cache.batch_size default).
 	MaxKeysPerRequest = 500
 )
 
@@ -73,24 +74,20 @@ const (
 type Config struct {
 	Projects []projects.Project
 
-	// Addr is the address Start listens on; empty: 127.0.0.1:0, a free
-	// loopback port.
+	// Addr is the address Start listens on (default 127.0.0.1:0).
 	Addr string
 
-	// VerifySignatures checks X-Sentry-Relay-Signature on every relay
-	// request (New's caller sets it; cmd/fake-upstream defaults it to true).
+	// VerifySignatures checks X-Sentry-Relay-Signature on every relay request.
 	VerifySignatures bool
-	// MaxSignatureAge bounds the age of signatures on relay requests after
-	// registration (default 300 s, like Sentry). Negative: no age check.
-	MaxSignatureAge time.Duration
-	// RegistrationMaxAge bounds signature and token age in the registration
-	// steps (default 60 s, like Sentry). Negative: no age check.
-	RegistrationMaxAge time.Duration
+	// MaxSignatureAge bounds the age of signatures after registration, and
+	// RegistrationMaxAge that of signatures and tokens in the registration
+	// steps (defaults as in Sentry); negative: no age check.
+	MaxSignatureAge, RegistrationMaxAge time.Duration
 
 	// AllowList, when true, lets only relays added with RegisterRelay (or
 	// Relays) register; otherwise any relay may register.
 	AllowList bool
-	// Relays are known relays (id → public key), e.g. from --relay-credentials.
+	// Relays are known relays (id → public key).
 	Relays map[string]relayauth.PublicKey
 	// DenyRelays answers every registration with 403 {"relay":"stop"}.
 	DenyRelays bool
@@ -112,8 +109,8 @@ type Config struct {
 	// MaxDecodedBytes caps them after Content-Encoding (default 16 MiB).
 	MaxWireBytes, MaxDecodedBytes int64
 
-	// ControlFrom are the client networks /control and /stats/reset
-	// answer (others get 403); nil: loopback only (127.0.0.0/8, ::1).
+	// ControlFrom are the client networks /control and /stats/reset answer
+	// (others get 403); nil: loopback only.
 	ControlFrom []netip.Prefix
 
 	// Faults in effect from the start (see SetFaults).
@@ -148,18 +145,12 @@ type Server struct {
 	bufs            sync.Pool // *[]byte
 	writers         sync.Pool // *statusWriter
 	sums            sync.Pool // *envelope.Summary
-	// slots (ingest slots) bound the requests that decode and scan a body
-	// at once: that work is CPU-bound, so a few per core lose nothing. A
-	// request takes one only once its whole body is in, so a body that
-	// stalls delays nobody.
-	slots chan struct{}
-	// readSlots bound the bodies larger than BodyPreSlotBytes being read
-	// at once, so memory stays under readSlots × wire cap + slots ×
-	// decoded cap (+ BodyPreSlotBytes per connection).
-	readSlots chan struct{}
-	limits    httpLimits
-	// controlFrom are the clients /control and /stats/reset answer.
-	controlFrom []netip.Prefix
+	// slots bound the requests decoding and scanning a body (CPU-bound
+	// work), readSlots the bodies over BodyPreSlotBytes being read: memory
+	// stays under readSlots × wire cap + slots × decoded cap.
+	slots, readSlots chan struct{}
+	limits           httpLimits
+	controlFrom      []netip.Prefix
 
 	pendingMu    sync.Mutex
 	pendingSince map[int]time.Time // project index → first request
@@ -271,9 +262,7 @@ func newServer(cfg Config) (*Server, error) {
 	s.secret = cfg.TokenSecret
 	if len(s.secret) == 0 {
 		s.secret = make([]byte, 32)
-		if _, err := rand.Read(s.secret); err != nil {
-			return nil, fmt.Errorf("upstream: token secret: %w", err)
-		}
+		_, _ = rand.Read(s.secret) // never fails (crypto/rand)
 	}
 	for id, pub := range cfg.Relays {
 		s.relays.Store(id, &relay{id: id, pub: pub, known: true})
@@ -303,15 +292,14 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// resetWait bounds how long ResetStats waits for requests still counting
-// into the old generation (a hanging-outage fault can hold one for long).
+// resetWait bounds ResetStats's wait for requests still counting into the
+// old generation (a hanging outage holds one for long).
 const resetWait = 2 * time.Second
 
 // ResetStats zeroes every counter atomically and returns the final snapshot
-// of the generation it replaced. Requests in flight at the swap finish
-// counting into the old generation first (ResetStats waits up to 2 s for
-// them), so the returned snapshot
-// plus later ones account for every request.
+// of the generation it replaced, after the requests in flight at the swap
+// finished counting into it (waiting up to 2 s): the returned snapshot plus
+// later ones account for every request.
 func (s *Server) ResetStats() Stats {
 	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.now()))
 	deadline := time.Now().Add(resetWait)

@@ -14,24 +14,12 @@ import (
 )
 
 // handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/:
-// it checks, decodes, frames and counts one envelope, then answers it.
-//
-// Order of checks: encoding, relay authentication (when X-Sentry-Relay-Id
-// is present; SDK requests carry none), project, decoding, framing (at most
-// MaxEnvelopeItems items), project key, Relay's per-type item limits
-// (limits.go), the outcome carriers (client_report and metric_buckets
-// items, read in full). Then everything is counted and answered.
-func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) {
+// it checks, decodes, frames and counts one envelope (in the order the
+// package doc gives), then answers it.
+func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) *httpError {
 	if req.Method != http.MethodPost {
-		s.writeError(w, c, methodNotAllowed(req))
-		return
+		return methodNotAllowed(req)
 	}
-	if e := s.sinkEnvelope(w, req, c, projectID); e != nil {
-		s.writeError(w, c, e)
-	}
-}
-
-func (s *Server) sinkEnvelope(w *statusWriter, req *http.Request, c *counters, projectID string) *httpError {
 	at := s.now()
 	enc, e := parseEncoding(req)
 	if e != nil {
@@ -39,7 +27,7 @@ func (s *Server) sinkEnvelope(w *statusWriter, req *http.Request, c *counters, p
 	}
 	fromRelay := req.Header.Get("X-Sentry-Relay-Id") != ""
 	if fromRelay {
-		if _, e := s.authRelay(req, c, nil); e != nil {
+		if e := s.authRelay(req, c, nil); e != nil {
 			return e
 		}
 	}
@@ -48,7 +36,7 @@ func (s *Server) sinkEnvelope(w *statusWriter, req *http.Request, c *counters, p
 	if !ok {
 		return newError(http.StatusForbidden, "unknown_project", "unknown project", "project id "+projectID)
 	}
-	decoded, held, e := s.readDecodedAs(requestBody(req), c, enc)
+	decoded, held, e := s.readDecodedAs(req, c, enc)
 	if e != nil {
 		return e
 	}
@@ -108,8 +96,7 @@ func appendEnvelopeAnswer(b, id []byte) []byte {
 // envelopeAnswerLen bounds appendEnvelopeAnswer's output.
 const envelopeAnswerLen = 48
 
-// answerEnvelope answers an accepted envelope from the pooled
-// writer's own buffer (no allocation per request).
+// answerEnvelope answers an accepted envelope from the writer's buffer.
 func (w *statusWriter) answerEnvelope(id []byte) {
 	writeRawJSON(w, http.StatusOK, appendEnvelopeAnswer(w.answer[:0], id))
 }
@@ -128,14 +115,12 @@ func (s *Server) getSummary() *envelope.Summary {
 	return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)}
 }
 
-// maxPooledSummaryItems is the largest item list a pooled summary keeps: a
-// summary grown by a rare envelope of many items is left to the collector
-// instead of pinning its list (72 bytes an item) in the pool.
+// maxPooledSummaryItems is the largest item list a pooled summary keeps, so
+// a rare envelope of many items does not pin a large list in the pool.
 const maxPooledSummaryItems = 64
 
-// putSummary returns sum to the pool, cleared: its slices alias the decoded
-// body, and a pooled summary holding them would keep that buffer (up to the
-// decoded cap, too large for the buffer pool) alive.
+// putSummary returns sum to the pool, cleared so that it does not keep the
+// decoded body it aliases alive.
 func (s *Server) putSummary(sum *envelope.Summary) {
 	if cap(sum.Items) > maxPooledSummaryItems {
 		return
@@ -159,8 +144,7 @@ func envelopeError(err error) *httpError {
 	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
 }
 
-// count records one accepted envelope (its outcomes are counted from the
-// batch readEnvelopeOutcomes read).
+// count records one accepted envelope, but not its outcomes.
 func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, sum *envelope.Summary, at time.Time) {
 	c.envelopes.Add(1)
 	if fromRelay {

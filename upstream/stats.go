@@ -1,7 +1,8 @@
 package upstream
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,9 +13,8 @@ import (
 	"github.com/relayload/relayload/projects"
 )
 
-// itemTypes are the envelope item types counted in their own slot. Anything
-// else lands in "other": item types come from the wire, and a map keyed by
-// them would let a client grow memory without bound.
+// itemTypes are the envelope item types counted in their own slot; any
+// other lands in "other", so clients cannot grow the table.
 var itemTypes = [...]string{
 	"event", "transaction", "session", "sessions", "check_in", "log", "span",
 	"otel_log", "otel_span", "otel_traces_data", "trace_metric", "client_report",
@@ -44,68 +44,20 @@ const (
 	itemUnrealReport  = 28
 )
 
+// itemTypeSlots maps each item type to its slot in itemTypes.
+var itemTypeSlots = func() map[string]int {
+	m := make(map[string]int, len(itemTypes))
+	for i, t := range itemTypes {
+		m[t] = i
+	}
+	return m
+}()
+
 // itemTypeIndex maps an item type to its slot without allocating (the
-// compiler turns switch string(b) into a comparison on the bytes).
+// compiler does not copy b for a map index m[string(b)]).
 func itemTypeIndex(b []byte) int {
-	switch string(b) {
-	case "event":
-		return 0
-	case "transaction":
-		return 1
-	case "session":
-		return 2
-	case "sessions":
-		return 3
-	case "check_in":
-		return 4
-	case "log":
-		return 5
-	case "span":
-		return 6
-	case "otel_log":
-		return 7
-	case "otel_span":
-		return 8
-	case "otel_traces_data":
-		return 9
-	case "trace_metric":
-		return 10
-	case "client_report":
-		return 11
-	case "metric_buckets":
-		return 12
-	case "statsd":
-		return 13
-	case "metric_meta":
-		return 14
-	case "attachment":
-		return 15
-	case "user_report":
-		return 16
-	case "user_report_v2":
-		return 17
-	case "feedback":
-		return 18
-	case "profile":
-		return 19
-	case "profile_chunk":
-		return 20
-	case "replay_event":
-		return 21
-	case "replay_recording":
-		return 22
-	case "replay_video":
-		return 23
-	case "security":
-		return 24
-	case "raw_security":
-		return 25
-	case "form_data":
-		return 26
-	case "nel":
-		return 27
-	case "unreal_report":
-		return 28
+	if i, ok := itemTypeSlots[string(b)]; ok {
+		return i
 	}
 	return otherItemType
 }
@@ -138,29 +90,16 @@ var routeNames = [numRoutes]string{
 // encodings is the fixed order of per-encoding byte counters.
 var encodings = compression.Encodings()
 
-func encodingIndex(e compression.Encoding) int {
-	for i, x := range encodings {
-		if x == e {
-			return i
-		}
-	}
-	return 0
-}
+func encodingIndex(e compression.Encoding) int { return max(slices.Index(encodings, e), 0) }
 
-// maxOutcomeRows bounds the distinct (outcome, category, reason) rows kept
-// as sent: every part comes from the wire (an SDK's client report names any
-// category it likes, a metric bucket any outcome, a legacy batch any id).
-// A record for a new row once the table holds that many is folded into a
-// row of reason "other" whose outcome and category are kept if they are
-// names the fake knows (outcomeNames, categoryNames) and are "other"
-// otherwise, so at most maxFoldRows more rows exist, whatever clients send.
-const maxOutcomeRows = 2000
-
-// maxFoldRows is how many "other" rows folding can add.
-const maxFoldRows = (len(outcomeNames) + 1) * (len(categoryNames) + 1)
-
-// maxErrorReasons bounds the distinct error reasons.
-const maxErrorReasons = 500
+// maxOutcomeRows bounds the (outcome, category, reason) rows kept as sent,
+// since clients choose all three; later new rows fold into reason "other"
+// rows (foldKey), of which there are at most maxFoldRows.
+const (
+	maxOutcomeRows  = 2000
+	maxFoldRows     = (len(outcomeNames) + 1) * (len(categoryNames) + 1)
+	maxErrorReasons = 500 // distinct reasons a reasonCounter keeps
+)
 
 // counters is one generation of statistics. ResetStats swaps in a fresh
 // generation; a request loads the pointer once and counts everything it does
@@ -169,24 +108,17 @@ type counters struct {
 	started  time.Time
 	inflight atomic.Int64 // requests counting into this generation
 
-	envelopes      atomic.Int64
-	dataEnvelopes  atomic.Int64
-	arrivals       timeline // data envelopes per second
-	envelopesRelay atomic.Int64
-	envelopesSDK   atomic.Int64
-	items          [len(itemTypes)]atomic.Int64
-	records        [len(itemTypes)]atomic.Int64
+	envelopes, dataEnvelopes     atomic.Int64
+	envelopesRelay, envelopesSDK atomic.Int64
+	arrivals                     timeline // data envelopes per second
+	items, records               [len(itemTypes)]atomic.Int64
 
-	encRequests [5]atomic.Int64
-	encWire     [5]atomic.Int64
-	encDecoded  [5]atomic.Int64
+	encRequests, encWire, encDecoded [5]atomic.Int64
 
-	projEnvelopes []atomic.Int64 // by project index
-	projItems     []atomic.Int64
+	projEnvelopes, projItems []atomic.Int64 // by project index
 
-	challenges atomic.Int64
-	responses  atomic.Int64
-	regFail    reasonCounter
+	challenges, responses atomic.Int64
+	regFail               reasonCounter
 
 	cfgGlobal, cfgProject                  atomic.Int64
 	keysServed, keysPending, keysUnchanged atomic.Int64
@@ -197,13 +129,9 @@ type counters struct {
 	outcomeMsgs   [4]atomic.Int64
 	outcomes      outcomeTable
 
-	canaryLeaks    []atomic.Int64 // by index into canaryKinds
-	canaryKept     []atomic.Int64
-	canaryFound    []atomic.Int64
-	scannedItems   atomic.Int64
-	scrubbedItems  atomic.Int64
-	panics         atomic.Int64
-	faultsInjected reasonCounter
+	canaryLeaks, canaryKept, canaryFound []atomic.Int64 // by index into canaryKinds
+	scannedItems, scrubbedItems, panics  atomic.Int64
+	faultsInjected                       reasonCounter
 
 	errors   reasonCounter
 	requests [numRoutes][600]atomic.Int64
@@ -214,12 +142,7 @@ type counters struct {
 var canaryKinds = canary.Kinds()
 
 func canaryIndex(code string) int {
-	for i, k := range canaryKinds {
-		if k.Code == code {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(canaryKinds, func(k canary.Kind) bool { return k.Code == code })
 }
 
 func newCounters(nProjects int, now time.Time) *counters {
@@ -277,10 +200,8 @@ func (r *reasonCounter) snapshot() map[string]int64 {
 
 type outcomeKey struct{ outcome, category, reason string }
 
-// outcomeTable sums outcome records by (outcome, category, reason), bounded
-// (maxOutcomeRows + maxFoldRows rows). Sums saturate at math.MaxInt64. The
-// counters hold one; so does each request's outcomeBatch, merged into the
-// counters' once the request has been read in full.
+// outcomeTable sums outcome records by (outcome, category, reason), in at
+// most maxOutcomeRows + maxFoldRows rows; sums saturate at math.MaxInt64.
 type outcomeTable struct {
 	mu     sync.Mutex
 	rows   map[outcomeKey]*outcomeRow
@@ -338,15 +259,11 @@ func (t *outcomeTable) addLocked(k outcomeKey, quantity, count int64, fold bool)
 // foldKey is the "other" row a key that found the table full goes to.
 func foldKey(k outcomeKey) outcomeKey {
 	out := outcomeKey{outcome: "other", category: "other", reason: "other"}
-	for _, n := range outcomeNames {
-		if k.outcome == n {
-			out.outcome = n
-		}
+	if slices.Contains(outcomeNames[:], k.outcome) {
+		out.outcome = k.outcome
 	}
-	for _, n := range categoryNames {
-		if k.category == n {
-			out.category = n
-		}
+	if slices.Contains(categoryNames[:], k.category) {
+		out.category = k.category
 	}
 	return out
 }
@@ -447,10 +364,8 @@ type Outcomes struct {
 	Rows       []OutcomeRow     `json:"rows"`
 	// Messages counts the carriers outcomes arrived in, by source.
 	Messages map[string]int64 `json:"messages"`
-	// Folded counts the outcome records that arrived once the table held
-	// its maximum of rows as sent (2000) and went to a row of reason
-	// "other" instead (unknown outcome and category names become "other"
-	// too): their quantities are in the rows, their own labels are not.
+	// Folded counts the records that found the table full (2000 rows) and
+	// went to a row of reason "other": their quantities are in the rows.
 	Folded int64 `json:"folded"`
 }
 
@@ -493,8 +408,16 @@ func (c *counters) snapshot(s *Server) Stats {
 			Responses:  c.responses.Load(),
 			Failures:   c.regFail.snapshot(),
 		},
-		ConfigRequests:    c.configRequests(),
-		Signatures:        c.signatures(),
+		ConfigRequests: ConfigRequests{
+			Global:        c.cfgGlobal.Load(),
+			GlobalPending: c.globalPendingServed.Load(),
+			Project:       c.cfgProject.Load(),
+			KeysServed:    c.keysServed.Load(),
+			Pending:       c.keysPending.Load(),
+			Unchanged:     c.keysUnchanged.Load(),
+			Unknown:       c.keysUnknown.Load(),
+		},
+		Signatures:        Signatures{Verified: c.sigVerified.Load(), NotChecked: c.sigNotChecked.Load()},
 		Envelopes:         c.envelopes.Load(),
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
 		DataEnvelopes:     c.dataEnvelopes.Load(),
@@ -511,25 +434,6 @@ func (c *counters) snapshot(s *Server) Stats {
 		Faults:            c.faultsInjected.snapshot(),
 		Panics:            c.panics.Load(),
 		HTTPLayer:         c.http.snapshot(),
-	}
-}
-
-func (c *counters) configRequests() ConfigRequests {
-	return ConfigRequests{
-		Global:        c.cfgGlobal.Load(),
-		GlobalPending: c.globalPendingServed.Load(),
-		Project:       c.cfgProject.Load(),
-		KeysServed:    c.keysServed.Load(),
-		Pending:       c.keysPending.Load(),
-		Unchanged:     c.keysUnchanged.Load(),
-		Unknown:       c.keysUnknown.Load(),
-	}
-}
-
-func (c *counters) signatures() Signatures {
-	return Signatures{
-		Verified:   c.sigVerified.Load(),
-		NotChecked: c.sigNotChecked.Load(),
 	}
 }
 
@@ -564,12 +468,8 @@ func (c *counters) topProjects(ps []projects.Project) []ProjectStats {
 			out = append(out, ProjectStats{ID: ps[i].ID, Envelopes: n, Items: c.projItems[i].Load()})
 		}
 	}
-	sort.Slice(out, func(a, b int) bool {
-		pa, pb := out[a], out[b]
-		if pa.Envelopes != pb.Envelopes {
-			return pa.Envelopes > pb.Envelopes
-		}
-		return pa.ID < pb.ID
+	slices.SortFunc(out, func(a, b ProjectStats) int {
+		return cmp.Or(cmp.Compare(b.Envelopes, a.Envelopes), cmp.Compare(a.ID, b.ID))
 	})
 	if len(out) > topProjects {
 		out = out[:topProjects]
@@ -641,15 +541,8 @@ func (c *counters) outcomeStats() Outcomes {
 	}
 	out.Folded = c.outcomes.folded
 	c.outcomes.mu.Unlock()
-	sort.Slice(out.Rows, func(a, b int) bool {
-		x, y := out.Rows[a], out.Rows[b]
-		if x.Outcome != y.Outcome {
-			return x.Outcome < y.Outcome
-		}
-		if x.Category != y.Category {
-			return x.Category < y.Category
-		}
-		return x.Reason < y.Reason
+	slices.SortFunc(out.Rows, func(x, y OutcomeRow) int {
+		return cmp.Or(cmp.Compare(x.Outcome, y.Outcome), cmp.Compare(x.Category, y.Category), cmp.Compare(x.Reason, y.Reason))
 	})
 	return out
 }

@@ -5,17 +5,12 @@ import (
 	"time"
 )
 
-// TimelineSeconds is how many one-second buckets a timeline holds: the
-// first hour after start or after the last reset. A load step is far
-// shorter; a longer run resets to start a new timeline (arrivals after the
-// last bucket are counted in Timeline.Later).
+// TimelineSeconds is how many one-second buckets a timeline holds after
+// start or a reset; later arrivals are counted in Timeline.Later.
 const TimelineSeconds = 3600
 
-// timeline counts data envelopes by the second they arrived in, counted
-// from the generation's start. Relay accepts an envelope long before it
-// forwards it when it falls behind, so this arrival series (against what
-// the load generator had accepted by then) is what tells a backlog from a
-// Relay that keeps pace.
+// timeline counts data envelopes by the second they arrived in: beside what
+// the load generator sent, it tells a Relay that keeps pace from a backlog.
 type timeline struct {
 	start   time.Time
 	seconds [TimelineSeconds]atomic.Int64
@@ -41,11 +36,8 @@ func (t *timeline) add(now time.Time) {
 	}
 }
 
-// Timeline is the data envelopes received per second since the counters
-// started (the server's start or the last reset). Data envelopes carry at
-// least one item that is neither metrics nor a client report: what Relay
-// forwards of the SDKs' traffic, as opposed to its own metric and outcome
-// flushes.
+// Timeline is the data envelopes (Stats.DataEnvelopes) received per second
+// since the server's start or the last reset.
 type Timeline struct {
 	// Start is when second 0 began.
 	Start time.Time `json:"start"`
@@ -74,8 +66,8 @@ func (t Timeline) Total() int64 {
 	return n
 }
 
-// DataEnvelopes is how many data envelopes arrived since start or the last
-// reset: one atomic load, cheap enough to poll many times a second.
+// DataEnvelopes is Stats().DataEnvelopes in one atomic load, cheap enough to
+// poll many times a second.
 func (s *Server) DataEnvelopes() int64 {
 	return s.stats.Load().dataEnvelopes.Load()
 }
