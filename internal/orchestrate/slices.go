@@ -135,8 +135,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 	// first seconds under load cost more than the rest.
 	for _, b := range bs {
 		r.logf("  %s: a slice of traffic, not measured", b.s.build.Name)
-		if _, err := blast.Run(b.s.ctx, blast.Config{Target: b.s.target, Pool: r.pool, Rate: rate, Duration: cfg.Slice,
-			MaxInflight: cfg.MaxInflight, Timeout: cfg.Timeout, Grace: blastGrace}); err != nil {
+		if _, err := r.sliceTraffic(b.s, rate); err != nil {
 			c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: warm-up of %s: %v", b.s.build.Name, err))
 			return c
 		}
@@ -209,10 +208,7 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 	if errA != nil || errO != nil {
 		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errA, errO))
 	}
-	res, err := blast.Run(s.ctx, blast.Config{
-		Target: s.target, Pool: r.pool, Rate: rate, Duration: cfg.Slice,
-		MaxInflight: cfg.MaxInflight, Timeout: cfg.Timeout, Grace: blastGrace,
-	})
+	res, err := r.sliceTraffic(s, rate)
 	if err != nil {
 		return sl, fmt.Errorf("blast: %w", err)
 	}
@@ -251,6 +247,14 @@ func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float6
 	r.logf("  pair %d, %s: %.3f ms/envelope, %.3f cores, forwarded %d of %d sent, p99 %.1f ms",
 		pair, sl.Build, sl.MsPerEnv, sl.Cores, sl.Forwarded, sl.Sent, sl.P99)
 	return sl, nil
+}
+
+// sliceTraffic sends one slice of traffic at rate to s's Relay.
+func (r *runner) sliceTraffic(s *step, rate float64) (*blast.Result, error) {
+	return blast.Run(s.ctx, blast.Config{
+		Target: s.target, Pool: r.pool, Rate: rate, Duration: r.cfg.Slice,
+		MaxInflight: r.cfg.MaxInflight, Timeout: r.cfg.Timeout, Grace: blastGrace,
+	})
 }
 
 func firstErr(errs ...error) error {
