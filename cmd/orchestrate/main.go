@@ -23,27 +23,11 @@ import (
 	"github.com/relayload/relayload/internal/report"
 )
 
-const usage = `orchestrate: a fresh fake upstream and Relay per rate, Relay's cost measured and reported.
-
-Usage:
-  orchestrate --relay-bin PATH --rates 200,500,1000 [options]
-  orchestrate --rates 1000,5000              (no Relay: measures the harness itself)
-  orchestrate relay-report --relay-bin PATH --out DIR [--duration 30s] [--perf]
-                                             (cost per kind, mixed capacity, max rate,
-                                              perf of errors, signature timer: one report)
-
-Options:
-`
-
 func main() {
 	// Before anything else: this may re-execute the program (same PID).
 	orchestrate.QuietSysmon()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-const exitStatus = `
-Exit status: 0 all steps ran, 1 some step failed or a --fail-on threshold was crossed, 2 bad usage, 130 interrupted.
-`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "relay-report" {
@@ -52,9 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("orchestrate", flag.ContinueOnError)
 	var o options
 	o.define(fs)
-	err := cli.Parse(fs, args, stdout, usage)
+	err := cli.ParseHelp(fs, args, stdout, help)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, exitStatus)
 		return cli.OK
 	}
 	if err == nil && fs.NArg() > 0 {
