@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -56,9 +57,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}
 	if !o.quiet {
-		cfg.Log = stderr
+		cfg.Log = cli.WrapLines(stderr, cli.Width)
 	}
 	return sweep(cfg, g, o.out, o.quiet, stdout, stderr)
+}
+
+// names are the files' base names, comma-separated.
+func names(paths []string) string {
+	var n []string
+	for _, p := range paths {
+		n = append(n, filepath.Base(p))
+	}
+	return strings.Join(n, ", ")
 }
 
 // gate is --baseline and --fail-on.
@@ -83,14 +93,17 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		res := orchestrate.Gate(rep, g.base, g.path, g.thresholds)
 		rep.Gate = &res
 	}
-	report.Text(stdout, rep)
+	reportMD := ""
 	if out != "" {
 		paths, werr := report.Write(out, rep)
 		if werr != nil {
+			report.Text(stdout, rep, "")
 			return cli.Exit("orchestrate", fmt.Errorf("writing the report: %w", werr), stderr, nil)
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", strings.Join(paths, ", "))
+		reportMD = filepath.Join(out, report.MarkdownFile)
+		fmt.Fprintln(stderr, cli.Wrap(fmt.Sprintf("wrote %d files into %s: %s", len(paths), out, names(paths)), cli.Width, ""))
 	}
+	report.Text(stdout, rep, reportMD)
 	if !quiet {
 		fmt.Fprintf(stderr, "sweep took %s\n", time.Since(start).Round(time.Second))
 	}
