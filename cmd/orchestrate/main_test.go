@@ -387,3 +387,32 @@ func relayReportFlags() *flag.FlagSet {
 	o.define(fs)
 	return fs
 }
+
+// TestOutputWidth runs a sweep of the stand-in relay that keeps up at the
+// first rate and falls behind at the second: no line of what orchestrate
+// prints, on stdout or stderr, is wider than cli.Width.
+func TestOutputWidth(t *testing.T) {
+	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "relay.yml")
+	if err := os.WriteFile(conf, []byte("standin:\n  capacity: 150\nlimits:\n  shutdown_timeout: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--relay-bin", relay, "--relay-config", conf, "--rates", "50,400", "--duration", "2s", "--warmup", "500ms",
+		"--idle", "0s", "--drain-timeout", "3s", "--projects", "5", "--pool", "200", "--out", filepath.Join(dir, "out")}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	for name, out := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String()} {
+		for i, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > cli.Width {
+				t.Errorf("%s line %d is %d wide: %q", name, i+1, n, l)
+			}
+		}
+	}
+	if !strings.Contains(stdout.String(), "kept up with about 50 envelopes per second and fell behind at 400/s") ||
+		!strings.Contains(stdout.String(), filepath.Join(dir, "out", "report.md")) {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+}
