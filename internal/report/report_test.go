@@ -304,6 +304,7 @@ func TestWrite(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
 	for _, want := range []string{"# Relay load test", "![cpu](cpu.svg)", "thread 'main' panicked", "−20%", "| fast",
 		"### Each step second by second", "Step 3: today, 500/s, round 1 (fell behind)\n\n![step 3](step-03.svg)", "![step 9](step-09.svg)",
+		"The charts against rate leave out the steps sent as fast as possible",
 		"## Where the time goes", "### Step 2 (today, 200/s)", "![flame graph of step 2](perf/flame-relay.svg)",
 		"[perf/relay.folded](perf/relay.folded)", "| `relay_server::fn_01`"} {
 		if !strings.Contains(string(md), want) {

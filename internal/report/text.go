@@ -853,6 +853,10 @@ func chartLinks(w io.Writer, rep *orchestrate.Report, charts []string) {
 		}
 		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(name, ".svg"), name)
 	}
+	if slices.ContainsFunc(rep.Summary, func(p *orchestrate.Point) bool { return p.Rate == orchestrate.RateMax }) &&
+		slices.ContainsFunc(charts, func(c string) bool { b := filepath.Base(c); return b == CPUChart || b == LatencyChart }) {
+		fmt.Fprint(w, cli.Wrap("The charts against rate leave out the steps sent as fast as possible: they had no target rate (their figures are in the tables above).", cli.Width, "")+"\n\n")
+	}
 	if len(steps) == 0 {
 		return
 	}
