@@ -389,8 +389,9 @@ func relayReportFlags() *flag.FlagSet {
 }
 
 // TestOutputWidth runs a sweep of the stand-in relay that keeps up at the
-// first rate and falls behind at the second: no line of what orchestrate
-// prints, on stdout or stderr, is wider than cli.Width.
+// first rate and falls behind at the second (long reasons, notes and
+// progress lines): no line of what orchestrate prints, on stdout or
+// stderr, is wider than cli.Width.
 func TestOutputWidth(t *testing.T) {
 	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
 	dir := t.TempDir()
@@ -411,8 +412,9 @@ func TestOutputWidth(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(stdout.String(), "kept up with about 50 envelopes per second and fell behind at 400/s") ||
-		!strings.Contains(stdout.String(), filepath.Join(dir, "out", "report.md")) {
+	// The verdicts are not asserted: on a loaded machine a step may be
+	// harness-limited instead, with reasons as long.
+	if !strings.Contains(stdout.String(), "\nPer rate\n") || !strings.Contains(stdout.String(), filepath.Join(dir, "out", "report.md")) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }
