@@ -444,7 +444,7 @@ func TestHeadlineCeiling(t *testing.T) {
 	for _, st := range rep.Steps {
 		st.Verdict = orchestrate.VerdictFellBehind
 	}
-	if h := Headline(rep); !strings.Contains(h, "did not keep up with any rate tried (lowest 200/s).") {
+	if h := Headline(rep); !strings.Contains(h, "did not keep up with any rate tried (lowest 200/s); try lower rates.") {
 		t.Errorf("headline %q", h)
 	}
 	var only []*orchestrate.Step

@@ -67,7 +67,7 @@ func Headline(rep *orchestrate.Report) string {
 			line = fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
 				verdicts[orchestrate.VerdictKeptUp], steps)
 		case rate == 0:
-			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, Num(lowestRate(rep)))
+			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s); try lower rates.", name, Num(lowestRate(rep)))
 		case rep.Harness && fm != nil && fm.FellBehind > 0:
 			line = fmt.Sprintf("The harness on its own moves about %s envelopes per second (it fell behind at %s/s): the ceiling for any Relay measurement on this machine.",
 				Num(best), Num(fm.FellBehind))
