@@ -447,6 +447,16 @@ func TestHeadlineCeiling(t *testing.T) {
 	if h := Headline(rep); !strings.Contains(h, "did not keep up with any rate tried (lowest 200/s); try lower rates.") {
 		t.Errorf("headline %q", h)
 	}
+	// Below the rate it fell behind at, blast missed its schedule: no
+	// verdict, and no advice to try lower rates.
+	for _, st := range rep.Steps {
+		if st.Build == "today" && st.Rate == 200 {
+			st.Verdict = orchestrate.VerdictHarnessLimited
+		}
+	}
+	if h := Headline(rep); !strings.HasPrefix(h, "today kept up at no rate that could be judged: none of its 5 steps kept up, and 2 were harness-limited") {
+		t.Errorf("headline %q", h)
+	}
 	var only []*orchestrate.Step
 	for _, st := range rep.Steps {
 		if st.Build == "today" && st.Rate == orchestrate.RateMax {

@@ -66,6 +66,9 @@ func Headline(rep *orchestrate.Report) string {
 		case rate == 0 && verdicts[orchestrate.VerdictKeptUp] > 0:
 			line = fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
 				verdicts[orchestrate.VerdictKeptUp], steps)
+		case rate == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0:
+			line = fmt.Sprintf("%s kept up at no rate that could be judged: none of its %d steps kept up, and %d were harness-limited (blast missed its schedule), so not judged.",
+				name, steps, verdicts[orchestrate.VerdictHarnessLimited])
 		case rate == 0:
 			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s); try lower rates.", name, Num(lowestRate(rep)))
 		case rep.Harness && fm != nil && fm.FellBehind > 0:
