@@ -308,7 +308,10 @@ func markdown(w io.Writer, rep *orchestrate.Report, dir string, charts []string)
 		fmt.Fprintln(w, "INTERRUPTED: partial report, the sweep did not finish.")
 		fmt.Fprintln(w)
 	}
-	for _, line := range strings.Split(Headline(rep), "\n") {
+	for i, line := range strings.Split(Headline(rep), "\n") {
+		if i > 0 {
+			fmt.Fprintln(w) // a paragraph per build
+		}
 		pg.para(line)
 	}
 	for _, section := range []func(){pg.perRate, pg.findMax, pg.comparisons, pg.gate, pg.steps, pg.outcomes, pg.statsd,
@@ -331,9 +334,8 @@ type page struct {
 // h writes a section heading.
 func (pg *page) h(s string) { fmt.Fprintf(pg.w, "\n## %s\n\n", s) }
 
-// para writes a paragraph wrapped to cli.Width (Markdown joins its lines),
-// followed by a blank line.
-func (pg *page) para(s string) { fmt.Fprintf(pg.w, "%s\n\n", cli.Wrap(s, cli.Width, "")) }
+// para writes a paragraph wrapped to cli.Width (Markdown joins its lines).
+func (pg *page) para(s string) { fmt.Fprintln(pg.w, cli.Wrap(s, cli.Width, "")) }
 
 // perRate writes the per-rate table (medians over rounds) and what its columns mean.
 func (pg *page) perRate() {
