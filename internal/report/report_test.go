@@ -467,6 +467,20 @@ func TestHeadlineCeiling(t *testing.T) {
 	if h := Headline(rep); !strings.HasPrefix(h, "Sent as fast as possible (64 senders): accepted 11,770/s") {
 		t.Errorf("headline %q", h)
 	}
+	// Between the rate it kept up with and the one it fell behind at,
+	// one was harness-limited: the headline says so.
+	rep2 := sample()
+	for _, st := range rep2.Steps {
+		if st.Build == "fast" && st.Rate == 500 {
+			st.Rate = 800
+			st.Verdict = orchestrate.VerdictFellBehind
+		}
+	}
+	rep2.Steps = append(rep2.Steps, &orchestrate.Step{Build: "fast", Rate: 400, Verdict: orchestrate.VerdictHarnessLimited})
+	rep2.KeptUpWith["fast"] = 200
+	if h := Headline(rep2); !strings.Contains(h, "fast kept up with about 200 envelopes per second and fell behind at 800/s (400/s between could not be judged: harness-limited); --find-max --rates 200,800 narrows it down.") {
+		t.Errorf("headline %q", h)
+	}
 }
 
 // richSample is sample with every optional section: a noise verdict, a

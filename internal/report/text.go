@@ -109,6 +109,7 @@ func Headline(rep *orchestrate.Report) string {
 func stopsAt(rep *orchestrate.Report, build string, rate float64, what string) string {
 	next, higher := 0.0, false
 	var limited bool
+	var limitedAt []float64 // rates above rate with a harness-limited step
 	for _, st := range rep.Steps {
 		if st.Build != build || st.Rate == orchestrate.RateMax || st.Rate <= rate || st.Failed {
 			continue
@@ -121,6 +122,9 @@ func stopsAt(rep *orchestrate.Report, build string, rate float64, what string) s
 			higher = true
 		case orchestrate.VerdictHarnessLimited:
 			limited = true
+			if !slices.Contains(limitedAt, st.Rate) {
+				limitedAt = append(limitedAt, st.Rate)
+			}
 		case orchestrate.VerdictKeptUp:
 			higher = true
 		}
@@ -146,6 +150,16 @@ func stopsAt(rep *orchestrate.Report, build string, rate float64, what string) s
 	s := fmt.Sprintf(" and fell behind at %s/s", Num(next))
 	if fell < rounds {
 		s += fmt.Sprintf(" in %d of %d rounds", fell, rounds)
+	}
+	var between []string
+	slices.Sort(limitedAt)
+	for _, r := range limitedAt {
+		if r < next {
+			between = append(between, Num(r)+"/s")
+		}
+	}
+	if len(between) > 0 {
+		s += fmt.Sprintf(" (%s between could not be judged: harness-limited)", strings.Join(between, ", "))
 	}
 	return s + fmt.Sprintf("; --find-max --rates %s,%s narrows it down.", strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(next, 'f', -1, 64))
 }
