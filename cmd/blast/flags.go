@@ -31,33 +31,77 @@ type options struct {
 
 // define binds the flags to o.
 func (o *options) define(fs *flag.FlagSet) {
-	fs.StringVar(&o.target, "target", "", "base URL of the Relay or fake-upstream, e.g. http://127.0.0.1:3000")
-	fs.StringVar(&o.rate, "rate", "1000", "requests per second over all shards, or max (closed loop with --concurrency)")
-	fs.DurationVar(&o.duration, "duration", 0, "measured duration (0: 10s, or until --count)")
-	fs.Int64Var(&o.count, "count", 0, "measured requests of the shared schedule (all shards); ends the run first if reached (0: no limit)")
-	fs.DurationVar(&o.warmup, "warmup", 0, "discarded warm-up sent before the measured schedule (0: none)")
-	fs.StringVar(&o.mix, "mix", pool.DefaultMix, "kind weights, e.g. errors=3,transactions=2,sessions=2,checkins=1,logs=2")
+	fs.StringVar(&o.target, "target", "", "base `URL` of the Relay or fake-upstream, e.g. http://127.0.0.1:3000")
+	fs.StringVar(&o.rate, "rate", "1000", "`RATE` in requests per second over all shards, or max (closed loop with --concurrency)")
+	fs.DurationVar(&o.duration, "duration", 0, "measured duration; 0: 10s, or until --count")
+	fs.Int64Var(&o.count, "count", 0, "measured requests of the shared schedule (all shards); ends the run first if reached; 0: no limit")
+	fs.DurationVar(&o.warmup, "warmup", 0, "discarded warm-up sent before the measured schedule; 0: none")
+	fs.StringVar(&o.mix, "mix", pool.DefaultMix, "envelope kinds and `WEIGHTS`, e.g. errors=1 or errors=3,transactions=1")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of projects and pool")
 	fs.IntVar(&o.projects, "projects", 100, "number of projects derived from --seed (as fake-upstream --projects)")
-	fs.StringVar(&o.projectsFrom, "projects-from", "", "fetch projects from a fake-upstream's URL/projects instead")
+	fs.StringVar(&o.projectsFrom, "projects-from", "", "fetch the projects from a fake-upstream's /projects `URL` instead (e.g. http://127.0.0.1:8000/projects)")
 	fs.Float64Var(&o.zipfS, "zipf-s", pool.DefaultZipfS, "Zipf exponent (> 1) for projects and user agents")
 	fs.IntVar(&o.userAgents, "user-agents", pool.DefaultUserAgents, "distinct user agents")
 	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "give every envelope its own user agent")
 	fs.IntVar(&o.poolSize, "pool", 20000, "envelopes in the pool (sent cyclically)")
-	fs.StringVar(&o.encoding, "encoding", "zstd", "Content-Encoding of bodies: identity, gzip, deflate, br, zstd")
-	fs.StringVar(&o.out, "out", "", "write the result as JSON to this file")
-	fs.StringVar(&o.dump, "dump", "", "write the pool to this directory (envelopes + manifest.json) and exit")
+	fs.StringVar(&o.encoding, "encoding", "zstd", "Content-Encoding `NAME` of the bodies: identity, gzip, deflate, br, zstd")
+	fs.StringVar(&o.out, "out", "", "write the result as JSON to `FILE` (blast merge reads it)")
+	fs.StringVar(&o.dump, "dump", "", "write the pool to `DIR` (envelopes + manifest.json) and exit")
 	fs.IntVar(&o.concurrency, "concurrency", blast.DefaultConcurrency, "closed-loop workers with --rate max")
 	fs.IntVar(&o.maxInflight, "max-inflight", blast.DefaultMaxInflight, "requests in flight at most; slots beyond are dropped")
 	fs.IntVar(&o.maxConns, "max-conns", blast.DefaultMaxConns, "connections to the target at most; requests beyond wait for one (counted in latency)")
-	fs.StringVar(&o.shardSpec, "shard", "0/1", "send shard i of N of the shared schedule (slots k with k mod N = i)")
+	fs.StringVar(&o.shardSpec, "shard", "0/1", "send shard `i/N` of the shared schedule (slots k with k mod N = i)")
 	fs.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr (default: when stderr is a terminal)")
 	fs.DurationVar(&o.timeout, "timeout", blast.DefaultTimeout, "per-request timeout")
-	fs.DurationVar(&o.grace, "grace", 0, "on SIGINT, wait this long for requests in flight (0: --timeout)")
-	fs.StringVar(&o.client, "client", blast.ClientFastHTTP, "HTTP client: fasthttp or net/http")
-	fs.StringVar(&o.sdkClient, "sdk-client", blast.DefaultSDKClient, "sentry_client in X-Sentry-Auth")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the sending phase to this file")
+	fs.DurationVar(&o.grace, "grace", 0, "on SIGINT, wait this long for requests in flight; 0: --timeout")
+	fs.StringVar(&o.client, "client", blast.ClientFastHTTP, "HTTP `CLIENT`: fasthttp or net/http")
+	fs.StringVar(&o.sdkClient, "sdk-client", blast.DefaultSDKClient, "sentry_client `NAME` in X-Sentry-Auth")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the sending phase to `FILE`")
 }
+
+// help is blast's --help.
+var help = cli.Help{
+	About: `blast replays a deterministic pool of Sentry envelopes at an exact rate against a Relay (or a fake-upstream) and reports latency without coordinated omission: every request is timed from when the schedule said to send it.`,
+	Usage: []string{
+		"blast --target URL [flags]",
+		"blast merge [--out FILE] A.json B.json ...   one result from shards run apart",
+		"blast --dump DIR [flags]                     write the pool and exit",
+	},
+	Examples: []cli.Example{
+		{What: "1,000 envelopes per second for 30 s at a Relay, errors only",
+			Command: "blast --target http://127.0.0.1:3000 --rate 1000 --duration 30s --mix errors=1"},
+		{What: "A Relay run by hand against a fake-upstream: take its projects so that Relay knows the keys",
+			Command: "blast --target http://127.0.0.1:3000 --projects-from http://127.0.0.1:8000/projects --rate 500"},
+		{What: "20,000/s from two machines (or processes), then one result",
+			Command: "blast --target http://127.0.0.1:3000 --rate 20000 --shard 0/2 --out a.json\n" +
+				"blast --target http://127.0.0.1:3000 --rate 20000 --shard 1/2 --out b.json\n" +
+				"blast merge a.json b.json"},
+	},
+	Groups: []cli.Group{
+		{Title: "Target", Flags: []string{"target", "client", "sdk-client", "max-conns", "max-inflight", "timeout"}},
+		{Title: "Traffic", Flags: []string{"rate", "duration", "count", "warmup", "concurrency", "shard", "grace"}},
+		{Title: "Pool", Flags: []string{"mix", "encoding", "pool", "seed", "projects", "projects-from", "zipf-s",
+			"user-agents", "unique-user-agents", "dump"}},
+		{Title: "Output", Flags: []string{"out", "progress", "cpuprofile"}},
+	},
+	After: exitStatus,
+}
+
+// mergeHelp is blast merge's --help.
+var mergeHelp = cli.Help{
+	About: `blast merge adds up the results of shards of one schedule (blast --shard i/N --out FILE) into one result, as if one blast had sent them all.`,
+	Usage: []string{"blast merge [--out FILE] A.json B.json ..."},
+	Examples: []cli.Example{
+		{What: "Two shards into one summary", Command: "blast merge a.json b.json"},
+		{What: "Four shards, the merged result kept", Command: "blast merge --out all.json s0.json s1.json s2.json s3.json"},
+		{What: "Every shard in a directory", Command: "blast merge --out all.json results/shard-*.json"},
+	},
+	Groups: []cli.Group{{Title: "Output", Flags: []string{"out"}}},
+	After:  exitStatus,
+}
+
+// exitStatus ends --help.
+const exitStatus = `Exit status: 0 the run (or merged result) is valid; 1 it is INVALID (no request succeeded, more than 0.1% of slots dropped, schedule lag p99 over 5ms, or requests abandoned: the reasons are printed, the result still written) or blast failed; 2 bad usage (a flag, or result files that merge refuses: one given twice, overlapping shards, different schedules); 130 interrupted (the partial result is printed and written).`
 
 // check parses and validates the flags.
 func (o *options) check() error {

@@ -68,7 +68,7 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("blast", flag.ContinueOnError)
 	var o options
 	o.define(fs)
-	if err := parse(fs, args, stdout); err != nil {
+	if err := cli.ParseHelp(fs, args, stdout, help); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -182,8 +182,8 @@ func (o *options) send(ctx context.Context, p *pool.Pool, stdout, stderr io.Writ
 
 func merge(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("blast merge", flag.ContinueOnError)
-	out := fs.String("out", "", "write the merged result as JSON to this file")
-	if err := parse(fs, args, stdout); err != nil {
+	out := fs.String("out", "", "write the merged result as JSON to `FILE`")
+	if err := cli.ParseHelp(fs, args, stdout, mergeHelp); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -205,31 +205,6 @@ func merge(args []string, stdout io.Writer) error {
 	}
 	return m.Check()
 }
-
-// parse parses blast's or blast merge's flags; --help ends with the exit
-// statuses.
-func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	err := cli.Parse(fs, args, stdout, usage)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, exitStatus)
-	}
-	return err
-}
-
-// usage heads --help.
-const usage = `usage: blast [flags]   (or: blast merge [--out FILE] A.json B.json ...)
-
-Flags:
-`
-
-// exitStatus ends --help.
-const exitStatus = `
-Exit status: 0 the run (or merged result) is valid; 1 it is INVALID (no request succeeded, more
-than 0.1% of slots dropped, schedule lag p99 over 5ms, or requests abandoned: the reasons are
-printed, the result still written) or blast failed; 2 bad usage (a flag, or result files that
-merge refuses: one given twice, overlapping shards, different schedules); 130 interrupted
-(the partial result is printed and written).
-`
 
 // isTerminal reports whether f is a character device (a terminal).
 func isTerminal(f *os.File) bool {

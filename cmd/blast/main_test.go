@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,8 +16,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/projects"
@@ -476,6 +479,86 @@ func TestHelpExitStatus(t *testing.T) {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("%v: help lacks %q:\n%s", args, want, stdout)
 			}
+		}
+	}
+}
+
+// TestHelp: blast's and blast merge's --help list every flag in a group,
+// in --flag form, within cli.Width columns, with three examples whose
+// command lines parse.
+func TestHelp(t *testing.T) {
+	blastFlags := func() *flag.FlagSet {
+		fs := flag.NewFlagSet("blast", flag.ContinueOnError)
+		var o options
+		o.define(fs)
+		return fs
+	}
+	mergeFlags := func() *flag.FlagSet {
+		fs := flag.NewFlagSet("blast merge", flag.ContinueOnError)
+		fs.String("out", "", "")
+		return fs
+	}
+	for _, tc := range []struct {
+		args  []string
+		help  cli.Help
+		flags func() *flag.FlagSet
+	}{{[]string{"--help"}, help, blastFlags}, {[]string{"merge", "--help"}, mergeHelp, mergeFlags}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", tc.args, code, stderr.String())
+		}
+		out := stdout.String()
+		if err := tc.help.Check(tc.flags()); err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+		for i, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > cli.Width {
+				t.Errorf("%v: line %d is %d wide: %q", tc.args, i+1, n, l)
+			}
+			if strings.HasPrefix(l, "  -") && !strings.HasPrefix(l, "  --") {
+				t.Errorf("%v: a flag in -flag form: %q", tc.args, l)
+			}
+		}
+		if len(tc.help.Examples) != 3 || strings.Count(out, "\n  # ") != 3 {
+			t.Errorf("%v: want three examples:\n%s", tc.args, out)
+		}
+		for _, e := range tc.help.Examples {
+			for _, line := range strings.Split(e.Command, "\n") {
+				args := strings.Fields(line)[1:]
+				fs := blastFlags()
+				if args[0] == "merge" {
+					args, fs = args[1:], mergeFlags()
+				}
+				fs.SetOutput(io.Discard)
+				if err := fs.Parse(args); err != nil {
+					t.Errorf("example %q does not parse: %v", line, err)
+				}
+			}
+		}
+	}
+	var stdout bytes.Buffer
+	run([]string{"--help"}, &stdout, &bytes.Buffer{})
+	for _, g := range []string{"\nTarget:\n  --target URL", "\nTraffic:\n  --rate RATE", "\nPool:\n  --mix WEIGHTS", "\nOutput:\n  --out FILE"} {
+		if !strings.Contains(stdout.String(), g) {
+			t.Errorf("--help lacks %q", g)
+		}
+	}
+}
+
+// TestTypo: an unknown flag close to one names it, in one line, exit 2.
+func TestTypo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rates", "100"}, "blast: unknown flag --rates: did you mean --rate? (see --help)\n"},
+		{[]string{"--taget", "http://127.0.0.1:1"}, "blast: unknown flag --taget: did you mean --target? (see --help)\n"},
+		{[]string{"--projects_from", "x"}, "blast: unknown flag --projects_from: did you mean --projects-from? (see --help)\n"},
+		{[]string{"merge", "--output", "x"}, "blast: unknown flag --output: did you mean --out? (see --help)\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != 2 || stderr.String() != tc.want || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, stderr.String(), tc.want)
 		}
 	}
 }

@@ -34,20 +34,21 @@ type options struct {
 	quotas           cli.Repeated
 }
 
-// define binds the flags to o.
+// define binds the flags to o. A `word` in a meaning names the value in
+// --help.
 func (o *options) define(fs *flag.FlagSet) {
-	fs.StringVar(&o.relayBin, "relay-bin", "", "Relay binary to measure (none: measure the harness, blast → fake upstream)")
-	fs.StringVar(&o.relayName, "relay-name", "baseline", "name of --relay-bin in the report")
-	fs.StringVar(&o.rates, "rates", "", "target envelopes per second, comma-separated; max: as fast as Relay answers, --concurrency senders (with --find-max: the two bounds)")
+	fs.StringVar(&o.relayBin, "relay-bin", "", "the Relay binary to measure, at `PATH` (none: measure the harness, blast → fake upstream)")
+	fs.StringVar(&o.relayName, "relay-name", "baseline", "`NAME` of --relay-bin in the report")
+	fs.StringVar(&o.rates, "rates", "", "target envelopes per second, a comma-separated `LIST`; max: as fast as Relay answers, --concurrency senders (with --find-max: the two bounds)")
 	fs.IntVar(&o.concurrency, "concurrency", orchestrate.DefaultConcurrency, "closed-loop senders of a --rates max step")
-	fs.StringVar(&o.maxRSS, "max-relay-rss", "4GiB", "stop blast when Relay's RSS passes this (e.g. 4GiB, 800MiB), and say so")
+	fs.StringVar(&o.maxRSS, "max-relay-rss", "4GiB", "stop blast when Relay's RSS passes this `SIZE` (e.g. 800MiB), and say so")
 	fs.DurationVar(&o.maxCatchUp, "max-catch-up", orchestrate.DefaultMaxCatchUp, "a step kept up only if the last envelope reached the upstream within this after blast ended")
-	fs.StringVar(&o.quotasFile, "quotas", "", "JSON file with a list of quota objects for every project of the fake upstream")
-	fs.Var(&o.quotas, "quota", "quota 'CATEGORIES[:LIMIT[:REASON]]' for every project of the fake upstream (repeatable; quote it: ';' separates categories), e.g. 'transaction:0'")
+	fs.StringVar(&o.quotasFile, "quotas", "", "JSON `FILE` with a list of quota objects for every project of the fake upstream")
+	fs.Var(&o.quotas, "quota", "a quota for every project of the fake upstream; `SPEC` is CATEGORIES[:LIMIT[:REASON]], e.g. 'transaction:0' (repeatable; quote it: ';' separates categories)")
 	fs.BoolVar(&o.inbound, "inbound-filters", false, "turn on the fake upstream's inbound filters (web crawlers, legacy browsers, localhost, browser extensions)")
 	fs.DurationVar(&o.duration, "duration", orchestrate.DefaultDuration, "measured window per step")
-	fs.DurationVar(&o.warmup, "warmup", orchestrate.DefaultWarmup, "blast warm-up before the measured window, discarded (0: none)")
-	fs.DurationVar(&o.idle, "idle", orchestrate.DefaultIdle, "idle CPU measurement before blast (0: skip)")
+	fs.DurationVar(&o.warmup, "warmup", orchestrate.DefaultWarmup, "blast warm-up before the measured window, discarded; 0: none")
+	fs.DurationVar(&o.idle, "idle", orchestrate.DefaultIdle, "idle CPU measurement before blast; 0: skip")
 	fs.DurationVar(&o.readyTO, "ready-timeout", orchestrate.DefaultReadyTimeout, "how long Relay may take to become ready")
 	fs.DurationVar(&o.shutTO, "shutdown-timeout", orchestrate.DefaultShutdownTimeout, "SIGKILL Relay this long after SIGTERM (at least 5 s more than Relay's own limits.shutdown_timeout)")
 	fs.DurationVar(&o.warmTO, "warmup-timeout", orchestrate.DefaultWarmupTimeout, "bound on waiting for project configs and first forwards")
@@ -55,37 +56,68 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.rounds, "rounds", 1, "repeat the sweep, interleaved (every rate once, then again); medians and spread reported")
 	fs.BoolVar(&o.findMax, "find-max", false, "bisect between the two --rates for the highest rate Relay keeps up with")
 	fs.IntVar(&o.probes, "find-max-probes", orchestrate.DefaultFindMaxProbes, "steps --find-max may run at most")
-	fs.StringVar(&o.fault, "fault", "", "upstream fault in the measured window: outage=10s[:refuse|hang|unavailable], 429-storm[=10s], errors=10s[:STATUS[:SHARE]], latency=10s:DELAY; @START to place it")
+	fs.StringVar(&o.fault, "fault", "", "an upstream fault in the measured window; `SPEC` is outage=10s[:refuse|hang|unavailable], 429-storm[=10s], errors=10s[:STATUS[:SHARE]] or latency=10s:DELAY, @START to place it")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, Relay logs)")
-	fs.StringVar(&o.relayConf, "relay-config", "", "YAML file merged into the generated config.yml (null removes a key)")
-	fs.StringVar(&o.relayCPUs, "relay-cpus", "", "pin Relay with taskset -c CPUS; sets limits.max_thread_count to match")
-	fs.StringVar(&o.harnCPUs, "harness-cpus", "", "pin blast and the fake upstream to CPUS (default with --relay-cpus: the other CPUs; \"none\": never)")
-	fs.StringVar(&o.logLevel, "relay-log-level", "info", "Relay's logging.level")
-	fs.StringVar(&o.perfFile, "perf", "", "record Relay with perf over each measured window into FILE")
-	fs.StringVar(&o.callGraph, "call-graph", "dwarf", "perf --call-graph mode: dwarf, lbr or fp")
+	fs.StringVar(&o.relayConf, "relay-config", "", "YAML `FILE` merged into the generated config.yml (null removes a key)")
+	fs.StringVar(&o.relayCPUs, "relay-cpus", "", "pin Relay with taskset -c `CPUS`; sets limits.max_thread_count to match")
+	fs.StringVar(&o.harnCPUs, "harness-cpus", "", "pin blast and the fake upstream to `CPUS` (default with --relay-cpus: the other CPUs; \"none\": never)")
+	fs.StringVar(&o.logLevel, "relay-log-level", "info", "`LEVEL` of Relay's logging (logging.level)")
+	fs.StringVar(&o.perfFile, "perf", "", "record Relay with perf over each measured window into `FILE`")
+	fs.StringVar(&o.callGraph, "call-graph", "dwarf", "perf --call-graph `MODE`: dwarf, lbr or fp")
 	fs.BoolVar(&o.perfHarness, "perf-harness", false, "with --perf, also record orchestrate itself and split the harness's CPU into blast, the fake upstream, the Go scheduler and the rest")
-	fs.StringVar(&o.statsdAddr, "statsd", "", "send Relay's StatsD metrics to ADDR (host:port)")
-	fs.StringVar(&o.statsdListen, "statsd-listen", "", "run the built-in StatsD receiver on ADDR (e.g. 127.0.0.1:0) and point Relay at it")
-	fs.Var(&o.metrics, "statsd-metric", "timer or counter to report from --statsd-listen (repeatable or comma-separated)")
-	fs.StringVar(&o.mix, "mix", "", "envelope kinds and weights, e.g. errors=3,transactions=2,sessions=1,checkins=1,logs=1")
+	fs.StringVar(&o.statsdAddr, "statsd", "", "send Relay's StatsD metrics to `ADDR` (host:port)")
+	fs.StringVar(&o.statsdListen, "statsd-listen", "", "run the built-in StatsD receiver on `ADDR` (e.g. 127.0.0.1:0) and point Relay at it")
+	fs.Var(&o.metrics, "statsd-metric", "timer or counter `NAME` to report from --statsd-listen (repeatable or comma-separated)")
+	fs.StringVar(&o.mix, "mix", "", "envelope kinds and `WEIGHTS`, e.g. errors=3,transactions=2,sessions=1,checkins=1,logs=1")
 	fs.IntVar(&o.userAgents, "user-agents", pool.DefaultUserAgents, "distinct user agents, drawn with Zipf")
 	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "every envelope gets a user agent no other has")
 	fs.IntVar(&o.poolSize, "pool", orchestrate.DefaultPoolSize, "envelopes in the pool (replayed in a loop)")
-	fs.StringVar(&o.encoding, "encoding", "identity", "Content-Encoding of blast's bodies: identity, gzip, deflate, br, zstd")
+	fs.StringVar(&o.encoding, "encoding", "identity", "Content-Encoding `NAME` of blast's bodies: identity, gzip, deflate, br, zstd")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for projects and pool")
 	fs.IntVar(&o.projects, "projects", orchestrate.DefaultProjects, "projects (Zipf-weighted)")
 	fs.DurationVar(&o.maxP99, "max-p99", orchestrate.DefaultMaxP99, "latency p99 above this counts as falling behind")
-	fs.IntVar(&o.maxInflight, "max-inflight", 0, "blast's in-flight cap (0: blast's default)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "blast's per-request timeout (0: blast's default)")
-	fs.StringVar(&o.out, "out", "", "write results.json, results.csv, report.md and SVG charts into DIR")
+	fs.IntVar(&o.maxInflight, "max-inflight", 0, "blast's in-flight cap; 0: blast's default")
+	fs.DurationVar(&o.timeout, "timeout", 0, "blast's per-request timeout; 0: blast's default")
+	fs.StringVar(&o.out, "out", "", "write report.md (every table), results.json, results.csv and SVG charts into `DIR`")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
-	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's results.json to hold this one against (with --fail-on)")
-	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 if a figure changed against --baseline beyond a threshold: 'cpu_ms_per_envelope>+5%,p99>+20%,forwarded_rate<-5%'")
-	fs.Var(&o.compare, "compare", "another build, NAME=BIN[:CONFIG.yml] (CONFIG.yml merged into its Relay's config; a relayload: section sets inbound_filters for its fake upstream), compared with --relay-bin")
-	fs.StringVar(&o.compareIn, "compare-in", "", "how --compare runs: slices (both Relays started once, traffic alternating in ABBA pairs of --slice until --precision or --budget; the default) or steps (a fresh Relay per step and round; the default with --rounds, --find-max or --fault)")
-	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare-in slices: how long each build takes the traffic in turn")
-	fs.StringVar(&o.precision, "precision", "", "with --compare-in slices: stop once the 95% interval of the change in CPU per envelope is within ±this, e.g. 3%")
-	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare-in slices: the longest a comparison may take, split over the rates")
+	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's results.json `FILE` to hold this one against (with --fail-on)")
+	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 if a figure changed beyond a `THRESHOLD`, e.g. 'cpu_ms_per_envelope>+5%,forwarded_rate<-5%': with --compare in slices, when the change's whole 95% interval is beyond it (exit 3 when the interval straddles it); with --baseline, when the median moved past it")
+	fs.Var(&o.compare, "compare", "another build, `NAME=BIN[:CONFIG.yml]` (CONFIG.yml is merged into its Relay's config; its relayload: section sets inbound_filters for its fake upstream), compared with --relay-bin")
+	fs.StringVar(&o.compareIn, "compare-in", "", "how --compare runs: `slices` (both Relays started once, traffic alternating in ABBA pairs of --slice until --precision or --budget; the default) or steps (a fresh Relay per step and round; the default with --rounds, --find-max or --fault)")
+	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare in slices: how long each build takes the traffic in turn")
+	fs.StringVar(&o.precision, "precision", "", "with --compare in slices: stop once the 95% interval of the change in CPU per envelope is within ±this `PERCENT`, e.g. 3%")
+	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare in slices: the longest a comparison may take, split over the rates")
+}
+
+// help is orchestrate's --help.
+var help = cli.Help{
+	About: `orchestrate: where does a Relay stop keeping up, and what does an envelope cost it? For every rate a fresh fake upstream and a fresh Relay: warm-up, idle CPU, blast at the rate, Relay's CPU, memory, latency and forwarding measured, a verdict per step, a summary on stdout and the full report with --out.`,
+	Usage: []string{
+		"orchestrate --relay-bin PATH --rates 200,500,1000 [flags]",
+		"orchestrate --rates 2000,4000 [flags]                 no Relay: measures the harness itself",
+		"orchestrate relay-report --relay-bin PATH --out DIR   one report: see relay-report --help",
+	},
+	Examples: []cli.Example{
+		{What: "Where does your Relay stop keeping up? Summary on stdout, every table in out/report.md",
+			Command: "orchestrate --relay-bin ~/relay/target/release/relay --rates 200,500,1000 --out out/"},
+		{What: "The highest rate it keeps up with, bisected between two bounds",
+			Command: "orchestrate --relay-bin ./relay --rates 100,5000 --find-max --out out/"},
+		{What: "Is a branch cheaper? Alternating slices until the change is known to ±3%, at most 10 min",
+			Command: "orchestrate --relay-bin ./relay-main --relay-name main --compare pr=./relay-pr \\\n    --rates 300 --precision 3% --budget 10m"},
+	},
+	Groups: []cli.Group{
+		{Title: "Traffic", Flags: []string{"rates", "duration", "warmup", "idle", "rounds", "concurrency", "mix", "encoding",
+			"projects", "pool", "seed", "user-agents", "unique-user-agents", "max-inflight", "timeout"}},
+		{Title: "Relay", Flags: []string{"relay-bin", "relay-name", "relay-config", "relay-log-level", "relay-cpus",
+			"harness-cpus", "max-relay-rss", "ready-timeout", "shutdown-timeout"}},
+		{Title: "Fake upstream", Flags: []string{"quota", "quotas", "inbound-filters", "fault"}},
+		{Title: "Verdict", Flags: []string{"max-p99", "max-catch-up", "find-max", "find-max-probes", "warmup-timeout",
+			"drain-timeout"}},
+		{Title: "Comparing builds", Flags: []string{"compare", "compare-in", "slice", "precision", "budget", "fail-on", "baseline"}},
+		{Title: "Profiles and Relay's metrics", Flags: []string{"perf", "call-graph", "perf-harness", "statsd", "statsd-listen", "statsd-metric"}},
+		{Title: "Output", Flags: []string{"out", "quiet", "keep"}},
+	},
+	After: "Exit status: 0 all steps ran, 1 some step failed or a --fail-on threshold was crossed, 2 bad usage, 3 inconclusive (a --fail-on threshold inside the interval of a comparison in slices: rerun with a larger --budget), 130 interrupted.",
 }
 
 // flagNames maps orchestrate.Config fields to the flags that set them, so

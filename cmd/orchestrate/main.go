@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -23,29 +24,11 @@ import (
 	"github.com/relayload/relayload/internal/report"
 )
 
-const usage = `orchestrate: a fresh fake upstream and Relay per rate, Relay's cost measured and reported.
-
-Usage:
-  orchestrate --relay-bin PATH --rates 200,500,1000 [options]
-  orchestrate --rates 1000,5000              (no Relay: measures the harness itself)
-  orchestrate relay-report --relay-bin PATH --out DIR [--duration 30s] [--perf]
-                                             (cost per kind, mixed capacity, max rate,
-                                              perf of errors, signature timer: one report)
-
-Options:
-`
-
 func main() {
 	// Before anything else: this may re-execute the program (same PID).
 	orchestrate.QuietSysmon()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-const exitStatus = `
-Exit status: 0 all steps ran, 1 some step failed or a --fail-on threshold was crossed, 2 bad usage,
-3 inconclusive (a --fail-on threshold inside the interval of a comparison in slices: rerun
-with a larger --budget), 130 interrupted.
-`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "relay-report" {
@@ -54,9 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("orchestrate", flag.ContinueOnError)
 	var o options
 	o.define(fs)
-	err := cli.Parse(fs, args, stdout, usage)
+	err := cli.ParseHelp(fs, args, stdout, help)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, exitStatus)
 		return cli.OK
 	}
 	if err == nil && fs.NArg() > 0 {
@@ -75,9 +57,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}
 	if !o.quiet {
-		cfg.Log = stderr
+		cfg.Log = cli.WrapLines(stderr, cli.Width)
 	}
 	return sweep(cfg, g, o.out, o.quiet, stdout, stderr)
+}
+
+// names are the files' base names, comma-separated.
+func names(paths []string) string {
+	var n []string
+	for _, p := range paths {
+		n = append(n, filepath.Base(p))
+	}
+	return strings.Join(n, ", ")
 }
 
 // gate is --baseline and --fail-on.
@@ -110,14 +101,17 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		}
 		rep.Gate = &res
 	}
-	report.Text(stdout, rep)
+	reportMD := ""
 	if out != "" {
 		paths, werr := report.Write(out, rep)
 		if werr != nil {
+			report.Text(stdout, rep, "")
 			return cli.Exit("orchestrate", fmt.Errorf("writing the report: %w", werr), stderr, nil)
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", strings.Join(paths, ", "))
+		reportMD = filepath.Join(out, report.MarkdownFile)
+		fmt.Fprintln(stderr, cli.Wrap(fmt.Sprintf("wrote %d files into %s: %s", len(paths), out, names(paths)), cli.Width, ""))
 	}
+	report.Text(stdout, rep, reportMD)
 	if !quiet {
 		fmt.Fprintf(stderr, "sweep took %s\n", time.Since(start).Round(time.Second))
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/procfs"
+	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/testutil"
 )
@@ -65,14 +69,82 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 	}
 }
 
+// TestHelp: --help and relay-report --help list every flag in a group,
+// in --flag form, within cli.Width columns, with three examples whose
+// command lines parse.
 func TestHelp(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d", code)
+	for _, tc := range []struct {
+		args  []string
+		help  cli.Help
+		flags func() *flag.FlagSet
+	}{
+		{[]string{"--help"}, help, func() *flag.FlagSet {
+			fs := flag.NewFlagSet("orchestrate", flag.ContinueOnError)
+			var o options
+			o.define(fs)
+			return fs
+		}},
+		{[]string{"relay-report", "--help"}, relayReportHelp, relayReportFlags},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", tc.args, code, stderr.String())
+		}
+		out := stdout.String()
+		if err := tc.help.Check(tc.flags()); err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+		for i, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > cli.Width {
+				t.Errorf("%v: line %d is %d wide: %q", tc.args, i+1, n, l)
+			}
+			if strings.HasPrefix(l, "  -") && !strings.HasPrefix(l, "  --") {
+				t.Errorf("%v: a flag in -flag form: %q", tc.args, l)
+			}
+		}
+		if len(tc.help.Examples) != 3 || strings.Count(out, "\n  # ") != 3 {
+			t.Errorf("%v: want three examples:\n%s", tc.args, out)
+		}
+		for _, e := range tc.help.Examples {
+			args := strings.Fields(e.Command)[1:]
+			if args[0] == "relay-report" {
+				args = args[1:]
+			}
+			fs := tc.flags()
+			fs.SetOutput(io.Discard)
+			if err := fs.Parse(args); err != nil {
+				t.Errorf("example %q does not parse: %v", e.Command, err)
+			}
+		}
+		for _, want := range []string{"Usage:", "Examples:", "Exit status:"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: help lacks %q", tc.args, want)
+			}
+		}
 	}
-	for _, f := range []string{"-relay-bin", "-rates", "-duration", "-out", "-find-max", "-compare", "-fault", "-perf", "-statsd-listen", "-rounds"} {
-		if !strings.Contains(stdout.String(), f) {
-			t.Errorf("--help misses %s", f)
+	var stdout bytes.Buffer
+	run([]string{"--help"}, &stdout, &bytes.Buffer{})
+	for _, g := range []string{"\nTraffic:\n  --rates LIST", "\nRelay:\n  --relay-bin PATH", "\nVerdict:\n", "\nOutput:\n  --out DIR"} {
+		if !strings.Contains(stdout.String(), g) {
+			t.Errorf("--help lacks %q", g)
+		}
+	}
+}
+
+// TestTypo: an unknown flag close to one names it, in one line, exit 2.
+func TestTypo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rate", "100"}, "orchestrate: unknown flag --rate: did you mean --rates? (see --help)\n"},
+		{[]string{"--rates", "100", "--relaybin", "x"}, "orchestrate: unknown flag --relaybin: did you mean --relay-bin? (see --help)\n"},
+		{[]string{"--rates", "100", "--find_max"}, "orchestrate: unknown flag --find_max: did you mean --find-max? (see --help)\n"},
+		{[]string{"relay-report", "--relay-bin", "x", "--outdir", "y"}, "orchestrate relay-report: unknown flag --outdir: did you mean --out? (see --help)\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != 2 || stderr.String() != tc.want || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, stderr.String(), tc.want)
 		}
 	}
 }
@@ -342,5 +414,43 @@ func TestBuildConfig(t *testing.T) {
 	if b.Bin != "/bin/true" || b.InboundFilters == nil || !*b.InboundFilters || b.RelayConfig["relayload"] != nil ||
 		b.RelayConfig["limits"] == nil || !cfg.Slices || cfg.Builds[0].InboundFilters != nil {
 		t.Errorf("builds %+v, slices %v", cfg.Builds, cfg.Slices)
+	}
+}
+
+func relayReportFlags() *flag.FlagSet {
+	fs := flag.NewFlagSet("relay-report", flag.ContinueOnError)
+	var o rrOptions
+	o.define(fs)
+	return fs
+}
+
+// TestOutputWidth runs a sweep of the stand-in relay that keeps up at the
+// first rate and falls behind at the second (long reasons, notes and
+// progress lines): no line of what orchestrate prints, on stdout or
+// stderr, is wider than cli.Width.
+func TestOutputWidth(t *testing.T) {
+	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "relay.yml")
+	if err := os.WriteFile(conf, []byte("standin:\n  capacity: 150\nlimits:\n  shutdown_timeout: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--relay-bin", relay, "--relay-config", conf, "--rates", "50,400", "--duration", "2s", "--warmup", "500ms",
+		"--idle", "0s", "--drain-timeout", "3s", "--projects", "5", "--pool", "200", "--out", filepath.Join(dir, "out")}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	for name, out := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String()} {
+		for i, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > cli.Width {
+				t.Errorf("%s line %d is %d wide: %q", name, i+1, n, l)
+			}
+		}
+	}
+	// The verdicts are not asserted: on a loaded machine a step may be
+	// harness-limited instead, with reasons as long.
+	if !strings.Contains(stdout.String(), "\nPer rate\n") || !strings.Contains(stdout.String(), filepath.Join(dir, "out", "report.md")) {
+		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }

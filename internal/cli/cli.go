@@ -1,8 +1,10 @@
 // Package cli is the one convention of relayload's programs (blast,
-// fake-upstream, orchestrate): flags parsed in one place, help on stdout,
-// bad input reported on stderr in one line that names the flag and points
-// to --help, exit status 2 for it, and a library's configuration errors
-// (package configerr, which name Config fields) rendered with flag names.
+// fake-upstream, orchestrate): flags parsed in one place, help on stdout
+// (flags in groups, written --name, with examples: Help), bad input
+// reported on stderr in one line that names the flag (and for a typo the
+// flag meant) and points to --help, exit status 2 for it, a library's
+// configuration errors (package configerr, which name Config fields)
+// rendered with flag names, and text for people wrapped to Width columns.
 //
 // Exit statuses: 0 done, 1 failed, 2 bad usage, 3 inconclusive (a CI gate
 // whose interval straddles its threshold), 130 interrupted.
@@ -42,16 +44,26 @@ func Usagef(format string, a ...any) error {
 	return &UsageError{fmt.Errorf(format, a...)}
 }
 
-// Parse parses args into fs. -h or --help writes header and the flags to
-// stdout and returns flag.ErrHelp; a flag that cannot be parsed is a
-// *UsageError that names it and says what it wants.
+// Parse parses args into fs. -h or --help writes header and the flags
+// (--name VALUE, alphabetically) to stdout and returns flag.ErrHelp; a flag
+// that cannot be parsed is a *UsageError that names it and says what it
+// wants, and for an unknown flag the one it most likely meant (Suggest).
+// ParseHelp does the same with a Help: flags in groups, and examples.
 func Parse(fs *flag.FlagSet, args []string, stdout io.Writer, header string) error {
+	return parse(fs, args, func() {
+		var b strings.Builder
+		b.WriteString(header)
+		fs.VisitAll(func(f *flag.Flag) { writeFlag(&b, f) })
+		io.WriteString(stdout, b.String())
+	})
+}
+
+// parse parses args into fs, calling help for -h or --help.
+func parse(fs *flag.FlagSet, args []string, help func()) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, header)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
+		help()
 		return err
 	}
 	if err != nil {
@@ -64,7 +76,11 @@ func Parse(fs *flag.FlagSet, args []string, stdout io.Writer, header string) err
 func explain(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return fmt.Errorf("unknown flag --%s", strings.TrimPrefix(name, "-"))
+		name = strings.TrimPrefix(name, "-")
+		if s := Suggest(fs, name); s != "" {
+			return fmt.Errorf("unknown flag --%s: did you mean --%s?", name, s)
+		}
+		return fmt.Errorf("unknown flag --%s", name)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Errorf("--%s needs a value", strings.TrimPrefix(name, "-"))

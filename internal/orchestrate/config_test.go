@@ -178,14 +178,14 @@ func TestJudgeNotes(t *testing.T) {
 	}{
 		{CPU{LoadCores: 1.8, HarnessCores: 0.09, HarnessShare: 5}, ""},
 		{CPU{LoadCores: 1.8, HarnessCores: 0.15, HarnessShare: 8.3},
-			"the harness (blast, the fake upstream) used 0.15 cores over the window, 8% of Relay's 1.80: on one machine that is CPU Relay could not use"},
+			"harness CPU (blast, the fake upstream) 0.15 cores over the window, 8% of Relay's 1.80: on one machine that is CPU Relay could not use"},
 		{CPU{LoadCores: 1.8, HarnessCores: 0.15, HarnessShare: 8.3, HarnessSplit: &HarnessSplit{BlastCores: 0.042, UpstreamCores: 0.074, SchedulerCores: 0.031, OtherCores: 0.003}},
-			"the harness (blast, the fake upstream) used 0.15 cores (blast 0.042, the fake upstream 0.074, the Go scheduler 0.031, the rest 0.003) over the window, 8% of Relay's 1.80"},
+			"harness CPU (blast, the fake upstream) 0.15 cores (blast 0.042, the fake upstream 0.074, the Go scheduler 0.031, the rest 0.003) over the window, 8% of Relay's 1.80"},
 	} {
 		st = &Step{Rate: 100, Sent: 100, OK: 100, AchievedRate: 100, Drain: Drain{Settled: true}, CPU: tt.cpu}
 		judge(st, cfg, false)
 		notes := strings.Join(st.Notes, "|")
-		if tt.want == "" && strings.Contains(notes, "the harness") || !strings.Contains(notes, tt.want) {
+		if tt.want == "" && strings.Contains(notes, "harness CPU") || !strings.Contains(notes, tt.want) {
 			t.Errorf("%+v: notes %q, want %q", tt.cpu, notes, tt.want)
 		}
 	}

@@ -264,9 +264,17 @@ func (r *runner) step(ctx context.Context, rep *Report, b Build, round int, rate
 		}
 		return st
 	}
-	r.logf("  %s: sent %.0f/s, accepted %.0f/s, forwarded %.0f/s, p99 %.1f ms, cpu %.3f cores (%.3f ms/envelope), peak RSS %s %s",
-		st.Verdict, st.AchievedRate, st.AcceptedRate, st.Steady.ForwardedRate, st.Latency.P99, st.CPU.NetCores, st.CPU.MsPerEnv,
-		mib(st.Memory.PeakRSS), strings.Join(st.Reasons, "; "))
+	proc := "Relay"
+	if b.Bin == "" {
+		proc = "harness"
+	}
+	line := fmt.Sprintf("  %s: sent %.0f/s, accepted %.0f/s, forwarded %.0f/s, p99 %.1f ms, %s CPU %.3f cores (%.3f ms per envelope), peak RSS %s",
+		st.Verdict, st.AchievedRate, st.AcceptedRate, st.Steady.ForwardedRate, st.Latency.P99, proc, st.CPU.NetCores, st.CPU.MsPerEnv,
+		mib(st.Memory.PeakRSS))
+	if len(st.Reasons) > 0 {
+		line += ": " + strings.Join(st.Reasons, "; ")
+	}
+	r.logf("%s", line)
 	return st
 }
 

@@ -111,7 +111,7 @@ func judge(st *Step, cfg Config, harness bool) {
 		if h := st.CPU.HarnessSplit; h != nil {
 			split = " (" + h.String() + ")"
 		}
-		st.Notes = append(st.Notes, fmt.Sprintf("the harness (blast, the fake upstream) used %.2f cores%s over the window, %.0f%% of Relay's %.2f: on one machine that is CPU Relay could not use",
+		st.Notes = append(st.Notes, fmt.Sprintf("harness CPU (blast, the fake upstream) %.2f cores%s over the window, %.0f%% of Relay's %.2f: on one machine that is CPU Relay could not use",
 			st.CPU.HarnessCores, split, st.CPU.HarnessShare, st.CPU.LoadCores))
 	}
 	if st.Warm.Note != "" && !st.Warm.Complete {

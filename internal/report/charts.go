@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -45,7 +46,10 @@ const svgFamily = "Liberation Sans"
 // wherever vgsvg wrote the font's own name.
 func saveSVG(path string, w, h vg.Length, fn func(draw.Canvas)) error {
 	c := vgsvg.New(w, h)
-	fn(draw.New(c))
+	dc := draw.New(c)
+	dc.SetColor(color.White) // the legend's strip too: readable on a dark page
+	dc.Fill(dc.Rectangle.Path())
+	fn(dc)
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return err
@@ -71,7 +75,15 @@ func Charts(dir string, rep *orchestrate.Report) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, c.name)
-		if err := saveSVG(path, chartW, chartH, func(dc draw.Canvas) { p.Draw(margin(dc)) }); err != nil {
+		leg := takeLegend(p)
+		lw := legendWidth(&leg)
+		err := saveSVG(path, chartW+lw, chartH, func(dc draw.Canvas) {
+			dc = margin(dc)
+			pc, lc := splitLegend(dc, lw)
+			p.Draw(pc)
+			leg.Draw(draw.Crop(lc, 0, 0, 0, -titleHeight(p)))
+		})
+		if err != nil {
 			return out, fmt.Errorf("report: %s: %w", c.name, err)
 		}
 		out = append(out, path)
@@ -80,13 +92,18 @@ func Charts(dir string, rep *orchestrate.Report) ([]string, error) {
 		name := stepChartName(st)
 		path := filepath.Join(dir, name)
 		panels := stepPanels(rep, st)
-		err := saveSVG(path, stepW, stepH, func(dc draw.Canvas) {
+		leg := takeLegend(panels[0][0])
+		lw := legendWidth(&leg)
+		err := saveSVG(path, stepW+lw, stepH, func(dc draw.Canvas) {
+			pc, lc := splitLegend(margin(dc), lw)
 			t := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4),
 				PadLeft: vg.Points(4), PadRight: vg.Points(12), PadY: vg.Points(8)}
-			cs := plot.Align(panels, t, margin(dc))
+			cs := plot.Align(panels, t, pc)
 			for j := range panels {
 				panels[j][0].Draw(cs[j][0])
 			}
+			top := lc.Max.Y - cs[0][0].Max.Y + titleHeight(panels[0][0])
+			leg.Draw(draw.Crop(lc, 0, 0, 0, -top))
 		})
 		if err != nil {
 			return out, fmt.Errorf("report: %s: %w", name, err)
@@ -94,6 +111,46 @@ func Charts(dir string, rep *orchestrate.Report) ([]string, error) {
 		out = append(out, path)
 	}
 	return out, nil
+}
+
+// takeLegend removes p's legend and returns it, to be drawn beside the
+// plot (splitLegend) rather than over its data.
+func takeLegend(p *plot.Plot) plot.Legend {
+	leg := p.Legend
+	p.Legend = plot.NewLegend()
+	leg.Top, leg.Left = true, true // icons first, text after them, from the top
+	leg.Padding = vg.Points(2)
+	return leg
+}
+
+// legendWidth is the strip a legend needs, with room for a viewer whose
+// fallback font is wider than gonum's metrics (drawn over the data, text
+// laid out for Liberation Sans ran into lines and icons in a wider font):
+// none for an empty legend.
+func legendWidth(l *plot.Legend) vg.Length {
+	w := l.Rectangle(draw.Canvas{}).Size().X
+	if w == 0 {
+		return 0
+	}
+	return w*1.15 + vg.Points(16)
+}
+
+// splitLegend divides dc into the plot's part and a strip of width w on
+// the right for its legend.
+func splitLegend(dc draw.Canvas, w vg.Length) (plotC, legendC draw.Canvas) {
+	plotC = draw.Crop(dc, 0, -w, 0, 0)
+	legendC = draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+		Min: vg.Point{X: dc.Max.X - w + vg.Points(12), Y: dc.Min.Y}, Max: dc.Max}}
+	return plotC, legendC
+}
+
+// titleHeight is the room p's title takes at the top, so that a legend
+// beside p starts level with its data.
+func titleHeight(p *plot.Plot) vg.Length {
+	if p.Title.Text == "" {
+		return 0
+	}
+	return p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding
 }
 
 // margin leaves room around a chart so that nothing is drawn at the
@@ -127,8 +184,7 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Title.Text = title
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.X.Tick.Label.Font,
 		&p.Y.Label.TextStyle.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
 		f.Typeface, f.Variant = chartFont.Typeface, chartFont.Variant
@@ -137,10 +193,14 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
+// buildPoints are f of the build's points against their target rate. A
+// step sent as fast as possible has none: drawn at the rate accepted, it
+// squeezed every target rate into a corner (Relay accepts far faster than
+// it forwards), so it is left to the tables.
 func buildPoints(rep *orchestrate.Report, build string, f func(*orchestrate.Point) float64, positive bool) plotter.XYs {
 	var xys plotter.XYs
 	for _, pt := range rep.Summary {
-		if pt.Build != build || pt.Verdict == orchestrate.VerdictFailed {
+		if pt.Build != build || pt.Verdict == orchestrate.VerdictFailed || pt.Rate == orchestrate.RateMax {
 			continue
 		}
 		v := f(pt)
@@ -150,6 +210,19 @@ func buildPoints(rep *orchestrate.Report, build string, f func(*orchestrate.Poin
 		xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
 	}
 	return xys
+}
+
+// rateAxis makes the x axis of a chart against rate readable when every
+// point sits at one rate: that rate in the middle, half of it either side
+// (gonum would draw a range of zero width).
+func rateAxis(p *plot.Plot, xs []float64) {
+	if len(xs) == 0 {
+		return
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if lo == hi && lo > 0 {
+		p.X.Min, p.X.Max = lo/2, lo*3/2
+	}
 }
 
 // addLinePoints adds xys to p as a line with a marker at each point, in
@@ -170,12 +243,17 @@ func cpuChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 	p := newPlot(proc+" CPU against rate", "target envelopes per second", "cores (idle subtracted)")
 	p.X.Tick.Marker = rateTicks{}
 	any := false
+	var xs []float64
+	netCores := func(pt *orchestrate.Point) float64 { return pt.NetCores }
 	for i, b := range rep.Setup.Builds {
-		xys := buildPoints(rep, b.Name, func(pt *orchestrate.Point) float64 { return pt.NetCores }, false)
+		xys := buildPoints(rep, b.Name, netCores, false)
 		if len(xys) == 0 {
 			continue
 		}
 		any = true
+		for _, xy := range xys {
+			xs = append(xs, xy.X)
+		}
 		l, s, ok := addLinePoints(p, xys, plotutil.Color(i), plotutil.Shape(i))
 		if !ok {
 			continue
@@ -184,7 +262,7 @@ func cpuChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 		// Every round as a faint point, so the spread is visible.
 		var all plotter.XYs
 		for _, st := range rep.Steps {
-			if st.Build == b.Name && !st.Failed && st.Verdict != orchestrate.VerdictInterrupted {
+			if st.Build == b.Name && !st.Failed && st.Verdict != orchestrate.VerdictInterrupted && st.Rate != orchestrate.RateMax {
 				all = append(all, plotter.XY{X: st.Rate, Y: st.CPU.NetCores})
 			}
 		}
@@ -208,14 +286,16 @@ func cpuChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 		}
 	}
 	p.Y.Min = 0
+	p.Y.Max *= 1.1 // no marker on the frame
+	rateAxis(p, xs)
 	return p, any
 }
 
 func latencyChart(rep *orchestrate.Report) (*plot.Plot, bool) {
-	p := newPlot("Response latency against rate", "target envelopes per second", "milliseconds (log scale)")
+	p := newPlot("Response latency against rate", "target envelopes per second", "ms (log scale)")
 	p.X.Tick.Marker = rateTicks{}
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = logTicks{}
 	multi := len(rep.Setup.Builds) > 1
 	any := false
 	qs := []struct {
@@ -227,32 +307,102 @@ func latencyChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 		{"p99", func(pt *orchestrate.Point) float64 { return pt.Latency.P99 }},
 		{"max", func(pt *orchestrate.Point) float64 { return pt.Latency.Max }},
 	}
-	n := 0
-	for _, b := range rep.Setup.Builds {
+	// A quantile keeps its colour and marker across builds; a build is
+	// told by its line's dashes.
+	var xs []float64
+	for i, b := range rep.Setup.Builds {
 		for j, q := range qs {
 			xys := buildPoints(rep, b.Name, q.f, true)
 			if len(xys) == 0 {
 				continue
 			}
 			any = true
-			l, s, ok := addLinePoints(p, xys, plotutil.Color(n), plotutil.Shape(j))
+			for _, xy := range xys {
+				xs = append(xs, xy.X)
+			}
+			l, s, ok := addLinePoints(p, xys, plotutil.Color(j), plotutil.Shape(j))
 			if !ok {
 				continue
 			}
+			l.Dashes = plotutil.Dashes(i)
 			name := q.name
 			if multi {
 				name = b.Name + " " + name
 			}
 			p.Legend.Add(name, l, s)
-			n++
 		}
+	}
+	rateAxis(p, xs)
+	if any {
+		// Room above and below, so that no marker sits on the frame.
+		p.Y.Min, p.Y.Max = p.Y.Min/1.5, p.Y.Max*1.5
 	}
 	return p, any
 }
 
+// secondTicks label a time axis in whole seconds, every 1, 2, 5, 10, 20,
+// 30 or 60 s (at most ten labels), with an unlabelled tick every second
+// between them up to 10 s apart.
+type secondTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (secondTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	if !(max > min) {
+		return ts
+	}
+	step := 60.0
+	for _, s := range []float64{1, 2, 5, 10, 20, 30, 60} {
+		if (max-min)/s <= 10 {
+			step = s
+			break
+		}
+	}
+	for v := math.Ceil(min); v <= max; v++ {
+		switch {
+		case math.Mod(v, step) == 0:
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+		case step <= 10:
+			ts = append(ts, plot.Tick{Value: v})
+		}
+	}
+	return ts
+}
+
+// logTicks label a log axis at 1, 2 and 5 times the powers of ten in its
+// range, with unlabelled ticks at the other whole multiples: gonum's
+// powers of ten alone left a range within one decade with one label.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	if !(min > 0) || !(max > min) {
+		return ts
+	}
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		pow := math.Pow(10, e)
+		for m := 1.0; m < 10; m++ {
+			v := m * pow
+			if v < min || v > max {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+				if v >= 1000 {
+					t.Label = Num(v)
+				}
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
 func rssChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 	p := newPlot(who(rep)+" resident memory during each step", "seconds since blast started", "RSS (MiB)")
-	p.Legend.Top, p.Legend.Left = false, false // memory grows: the bottom right stays clear
+	p.X.Tick.Marker = secondTicks{}
 	steps := rep.Steps
 	if len(steps) > 12 { // keep the chart readable: first round only
 		var first []*orchestrate.Step
@@ -280,9 +430,9 @@ func rssChart(rep *orchestrate.Report) (*plot.Plot, bool) {
 		l.Color = plotutil.Color(i)
 		l.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
 		p.Add(l)
-		label := fmt.Sprintf("#%d %s/s", st.Index, Num(st.Rate))
+		label := fmt.Sprintf("#%d %s", st.Index, rateLabel(st))
 		if len(rep.Setup.Builds) > 1 {
-			label = fmt.Sprintf("#%d %s %s/s", st.Index, st.Build, Num(st.Rate))
+			label = fmt.Sprintf("#%d %s %s", st.Index, st.Build, rateLabel(st))
 		}
 		p.Legend.Add(label, l)
 	}
@@ -318,21 +468,36 @@ func chartedSteps(rep *orchestrate.Report) []*orchestrate.Step {
 	return first[:min(len(first), maxStepCharts)]
 }
 
+// wholeSeconds are the step's seconds without a last one the drain's end
+// cut short: counted over part of a second, its rates would read as a
+// collapse. The series spans CPU.CostSpan (blast's start to the drain's
+// end) when that is known.
+func wholeSeconds(st *orchestrate.Step) []orchestrate.SecondPoint {
+	secs := st.Seconds
+	span := st.CPU.CostSpan.Seconds()
+	if n := len(secs); n > 1 && span > 0 && span < float64(n)-0.01 {
+		secs = secs[:n-1]
+	}
+	return secs
+}
+
 // stepPanels are a step's chart, second by second from blast's start to
-// the end of the drain, as three panels stacked on one x axis: envelopes
-// per second (sent, accepted, forwarded), the backlog, and RSS. Each
-// panel shades the measured window and marks blast's end. Rates are drawn
-// at the middle of their second, the backlog and RSS at its end.
+// the end of the drain (whole seconds: wholeSeconds), as three panels
+// stacked on one x axis: envelopes per second (sent, accepted,
+// forwarded), the backlog, and RSS. Each panel shades the measured window
+// and marks blast's end. Rates are drawn at the middle of their second,
+// the backlog and RSS at its end.
 func stepPanels(rep *orchestrate.Report, st *orchestrate.Step) [][]*plot.Plot {
 	proc := who(rep)
-	n := float64(len(st.Seconds))
+	seconds := wholeSeconds(st)
+	n := float64(len(seconds))
 	from := rep.Setup.Warmup.Seconds()
 	to := from + rep.Setup.Duration.Seconds()
 	end := to
 	if st.Elapsed > 0 {
 		end = from + st.Elapsed.Seconds()
 	} else {
-		for _, s := range st.Seconds {
+		for _, s := range seconds {
 			if s.Sent > 0 {
 				end = float64(s.T + 1)
 			}
@@ -355,10 +520,14 @@ func stepPanels(rep *orchestrate.Report, st *orchestrate.Step) [][]*plot.Plot {
 	rates := newPlot(title, "", "envelopes per second")
 	backlog := newPlot("", "", "backlog (envelopes)")
 	rss := newPlot("", "seconds since blast started", proc+" RSS (MiB)")
+	rates.Y.Tick.Marker, backlog.Y.Tick.Marker = rateTicks{}, rateTicks{}
+	for _, p := range []*plot.Plot{rates, backlog, rss} {
+		p.X.Tick.Marker = secondTicks{}
+	}
 
 	var sent, acc, fwd, bl, mem plotter.XYs
 	bl = append(bl, plotter.XY{X: 0, Y: 0})
-	for _, s := range st.Seconds {
+	for _, s := range seconds {
 		x := float64(s.T)
 		sent = append(sent, plotter.XY{X: x + 0.5, Y: float64(s.Sent)})
 		acc = append(acc, plotter.XY{X: x + 0.5, Y: float64(s.Accepted)})
@@ -371,8 +540,6 @@ func stepPanels(rep *orchestrate.Report, st *orchestrate.Step) [][]*plot.Plot {
 	for _, p := range []*plot.Plot{rates, backlog, rss} {
 		p.Add(window, blastEnd)
 	}
-	rates.Legend.Top, rates.Legend.Left = true, false
-	rates.Legend.TextStyle.Font.Size = vg.Points(9)
 	for i, l := range []struct {
 		name string
 		xys  plotter.XYs
@@ -393,8 +560,8 @@ func stepPanels(rep *orchestrate.Report, st *orchestrate.Step) [][]*plot.Plot {
 		if p.Y.Max <= p.Y.Min {
 			p.Y.Max = p.Y.Min + 1 // no data: an empty panel
 		}
+		p.Y.Max *= 1.08 // a line at the top stays off the frame
 	}
-	rates.Y.Max *= 1.7 // room for the legend above the lines
 	return [][]*plot.Plot{{rates}, {backlog}, {rss}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
 )
 
@@ -29,20 +30,16 @@ func hasProfile(rep *orchestrate.Report) bool {
 // profiles writes "Where the time goes": for each step with a perf
 // profile, how many samples had a usable stack, the top functions with
 // their inclusive and self shares, the named groups' shares, and where the
-// folded stacks and the flame graph are (in report.md, the flame graph as
-// an image when it is inside dir).
-func profiles(w io.Writer, rep *orchestrate.Report, md bool, dir string) {
+// folded stacks and the flame graph are (the flame graph as an image when
+// it is inside dir, report.md's directory).
+func profiles(w io.Writer, rep *orchestrate.Report, dir string) {
 	for _, st := range rep.Steps {
 		if st.Perf == nil || st.Perf.Profile == nil {
 			continue
 		}
 		pp := st.Perf.Profile
 		head := fmt.Sprintf("Step %d (%s, %s)", st.Index, st.Build, rateLabel(st))
-		if md {
-			fmt.Fprintf(w, "### %s\n\n", head)
-		} else {
-			fmt.Fprint(w, head+": ")
-		}
+		fmt.Fprintf(w, "### %s\n\n", head)
 		if pp.Samples > 0 {
 			fmt.Fprintf(w, "%s samples, %.0f%% of them with a usable stack", Num(float64(pp.Samples)), pp.Unwound)
 			if pp.Unwound < 99.5 {
@@ -59,10 +56,7 @@ func profiles(w io.Writer, rep *orchestrate.Report, md bool, dir string) {
 		if len(pp.Top) > 0 {
 			t := NewTable("function", ">inclusive", ">self")
 			for _, f := range pp.Top[:min(len(pp.Top), maxTopRows)] {
-				name := shortName(f.Name)
-				if md {
-					name = "`" + strings.ReplaceAll(name, "|", `\|`) + "`"
-				}
+				name := "`" + strings.ReplaceAll(shortName(f.Name), "|", `\|`) + "`"
 				t.Add(name, share(f.Inclusive), share(f.Self))
 			}
 			t.Write(w)
@@ -81,32 +75,26 @@ func profiles(w io.Writer, rep *orchestrate.Report, md bool, dir string) {
 		}
 		var files []string
 		if pp.Folded != "" {
-			files = append(files, "folded stacks "+fileRef(pp.Folded, md, dir))
+			files = append(files, "folded stacks "+fileRef(pp.Folded, dir))
 		}
 		if pp.Flame != "" {
-			files = append(files, "flame graph "+fileRef(pp.Flame, md, dir))
+			files = append(files, "flame graph "+fileRef(pp.Flame, dir))
 		}
 		if len(files) > 0 {
 			fmt.Fprintf(w, "Files: %s.\n\n", strings.Join(files, ", "))
 		}
-		if rel, ok := inDir(dir, pp.Flame); md && ok {
+		if rel, ok := inDir(dir, pp.Flame); ok {
 			fmt.Fprintf(w, "![flame graph of step %d](%s)\n\n", st.Index, rel)
 		}
 	}
-	cmd := "inferno-flamegraph < FILE.folded > flame.svg"
-	if md {
-		cmd = "`" + cmd + "`"
-	}
-	fmt.Fprintln(w, "Shares are in % of all samples: inclusive counts the samples with the function anywhere on the stack, self those with it on top. "+
-		"The folded stacks open in speedscope (https://www.speedscope.app) or inferno ("+cmd+").")
+	cmd := "`inferno-flamegraph < FILE.folded > flame.svg`"
+	fmt.Fprintln(w, cli.Wrap("Shares are in % of all samples: inclusive counts the samples with the function anywhere on the stack, self those with it on top. "+
+		"The folded stacks open in speedscope (https://www.speedscope.app) or inferno ("+cmd+").", cli.Width, ""))
 }
 
-// fileRef names a file: in report.md a link relative to dir when it is
-// inside dir, else its path.
-func fileRef(path string, md bool, dir string) string {
-	if !md {
-		return path
-	}
+// fileRef names a file: a link relative to dir when it is inside dir,
+// else its path.
+func fileRef(path string, dir string) string {
 	if rel, ok := inDir(dir, path); ok {
 		return fmt.Sprintf("[%s](%s)", rel, rel)
 	}

@@ -2,12 +2,17 @@ package report
 
 import (
 	"image"
+	"image/color"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // TestChartsRender renders every chart with rsvg-convert (librsvg, what
@@ -52,17 +57,62 @@ func TestChartsRender(t *testing.T) {
 		if edge := inkAtEdge(img, 2); edge != "" {
 			t.Errorf("%s: something is drawn at the %s edge(s) (cut off)", filepath.Base(svg), edge)
 		}
+		// The legend is beside the data, in a strip right of the chart's
+		// own width: drawn over the data, its text ran into the lines.
+		b := img.Bounds()
+		strip := b.Min.X + int(float64(b.Dx())*float64(chartW)/float64(chartW+legendWidthOf(t, svg)))
+		if !inkIn(img, strip+4, b.Max.X) {
+			t.Errorf("%s: no legend right of the data", filepath.Base(svg))
+		}
 	}
+}
+
+// legendWidthOf is the width of the legend strip of the chart svg, from
+// its width in the SVG header and the chart's own width.
+func legendWidthOf(t *testing.T, svg string) vg.Length {
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<svg[^>]* width="([0-9.]+)(pt|px)?"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no width", svg)
+	}
+	w, _ := strconv.ParseFloat(string(m[1]), 64)
+	own := chartW
+	if strings.HasPrefix(filepath.Base(svg), "step-") {
+		own = stepW
+	}
+	return vg.Length(w) - own
+}
+
+// isInk reports whether c is mostly opaque and darker than light grey
+// (not premultiplied: a half-covered white pixel at the image's edge is
+// white).
+func isInk(c color.Color) bool {
+	n := color.NRGBAModel.Convert(c).(color.NRGBA)
+	return n.A > 0x80 && (int(n.R)+int(n.G)+int(n.B))/3 < 0xa0
+}
+
+// inkIn reports whether a pixel darker than light grey is in columns
+// [x0, x1) of img.
+func inkIn(img image.Image, x0, x1 int) bool {
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := max(x0, b.Min.X); x < min(x1, b.Max.X); x++ {
+			if isInk(img.At(x, y)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inkAtEdge names the edges of img within margin pixels of which a pixel
 // is darker than light grey ("" when none).
 func inkAtEdge(img image.Image, margin int) string {
 	b := img.Bounds()
-	dark := func(x, y int) bool {
-		r, g, bl, a := img.At(x, y).RGBA()
-		return a > 0x8000 && (r+g+bl)/3 < 0xa000
-	}
+	dark := func(x, y int) bool { return isInk(img.At(x, y)) }
 	edges := map[string]bool{}
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for m := 0; m < margin; m++ {

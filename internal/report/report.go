@@ -273,6 +273,14 @@ func ms(v float64) string {
 	return Num(v)
 }
 
+// msUnit is ms(v) with its unit, "–" alone for none.
+func msUnit(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return ms(v) + " ms"
+}
+
 // mb formats bytes in MiB, or GiB from 1 GiB on.
 func mb(b float64) string {
 	switch {

@@ -132,16 +132,20 @@ func withProfile(rep *orchestrate.Report, dir string) *orchestrate.PerfProfile {
 	return pp
 }
 
-// tableAfter is the first table after the line title in out: its header
-// and rows, each as trimmed cells.
+// tableAfter is the first table after the heading title (## or ###) in
+// the Markdown out: its header and rows, each as trimmed cells.
 func tableAfter(t *testing.T, out, title string) [][]string {
 	t.Helper()
-	i := strings.Index(out, "\n"+title+"\n")
+	i := strings.Index(out, "\n## "+title+"\n")
 	if i < 0 {
-		t.Fatalf("no %q in:\n%s", title, out)
+		i = strings.Index(out, "\n### "+title+"\n")
 	}
+	if i < 0 {
+		t.Fatalf("no heading %q in:\n%s", title, out)
+	}
+	i++
 	var rows [][]string
-	for _, l := range strings.Split(out[i+len(title)+2:], "\n") {
+	for _, l := range strings.Split(out[i+strings.Index(out[i:], "\n")+1:], "\n") {
 		l = strings.TrimSpace(l)
 		if !strings.HasPrefix(l, "|") {
 			if len(rows) > 0 {
@@ -160,6 +164,20 @@ func tableAfter(t *testing.T, out, title string) [][]string {
 	}
 	return rows
 }
+
+// full is report.md for rep (no charts).
+func full(t *testing.T, rep *orchestrate.Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := markdown(&b, rep, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// flat is s with every run of white space one space: prose wrapped over
+// lines reads as one line.
+func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // rowWith is the first row whose first cells are want.
 func rowWith(rows [][]string, want ...string) []string {
@@ -286,6 +304,7 @@ func TestWrite(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
 	for _, want := range []string{"# Relay load test", "![cpu](cpu.svg)", "thread 'main' panicked", "−20%", "| fast",
 		"### Each step second by second", "Step 3: today, 500/s, round 1 (fell behind)\n\n![step 3](step-03.svg)", "![step 9](step-09.svg)",
+		"The charts against rate leave out the steps sent as fast as possible",
 		"## Where the time goes", "### Step 2 (today, 200/s)", "![flame graph of step 2](perf/flame-relay.svg)",
 		"[perf/relay.folded](perf/relay.folded)", "| `relay_server::fn_01`"} {
 		if !strings.Contains(string(md), want) {
@@ -312,19 +331,18 @@ func TestMarkdownFlameOutsideDir(t *testing.T) {
 	}
 }
 
-func TestTextTables(t *testing.T) {
-	var b bytes.Buffer
+func TestMarkdownTables(t *testing.T) {
 	rep := sample()
 	rep.Steps[0].CPU.HarnessCores, rep.Steps[0].CPU.HarnessShare = 0.21, 12
 	rep.Steps[0].Took, rep.Steps[0].OutsideWindow = 39*time.Second, 23
-	Text(&b, rep)
-	out := b.String()
-	head := strings.SplitN(out, "\n", 3)
-	wantToday := "today kept up with about 200 envelopes per second (the highest rate tried that it kept up with). " +
+	out := full(t, rep)
+	head := strings.Split(strings.SplitN(out, "\n## ", 2)[0], "\n\n")[1:]
+	wantToday := "today kept up with about 200 envelopes per second and fell behind at 500/s; --find-max --rates 200,500 narrows it down. " +
 		"At 500/s it forwarded only 350/s: its ceiling here; the backlog grew 150/s. " +
 		"Sent as fast as possible (64 senders): accepted 11,770/s, forwarded 360/s, RSS +260 MiB/s to 3.9 GiB (stopped: " + maxStopped + ")."
-	if head[0] != wantToday || head[1] != "fast kept up with about 500 envelopes per second (the highest rate tried that it kept up with)." {
-		t.Errorf("headline:\n%s\n%s\nwant\n%s", head[0], head[1], wantToday)
+	wantFast := "fast kept up with about 500 envelopes per second: it kept up at every rate tried; try higher rates or --find-max to find where it stops keeping up."
+	if len(head) < 2 || flat(head[0]) != wantToday || flat(head[1]) != wantFast {
+		t.Errorf("headline:\n%q\nwant\n%s\n%s", head, wantToday, wantFast)
 	}
 	// Every line of a table has the same width.
 	var width int
@@ -340,7 +358,7 @@ func TestTextTables(t *testing.T) {
 		width = n
 	}
 	for _, want := range []string{"median of 2 rounds", "filtered", "web-crawlers", "Failed steps", "relay exited with status 101",
-		"0.210 (12%)", "39 s (23% outside)", "harness cores: orchestrate's own CPU", "step took: the whole step",
+		"0.210 (12%)", "39 s (23% outside)", "harness CPU: the cores orchestrate itself (blast, the fake upstream) used", "step took: the whole step",
 		"Whether a change is beyond noise needs --rounds 3 or more.",
 		"backlog: envelopes accepted but not forwarded yet at the end of the window",
 		"catch-up: from blast's end until the last envelope was forwarded",
@@ -348,11 +366,11 @@ func TestTextTables(t *testing.T) {
 		"it is not diluted above capacity", "max: sent as fast as possible by that many senders",
 		"Outcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped",
 		"with --quota they show the quota at work",
-		"forwarded: data envelopes (the SDK traffic Relay passed on, not its own metric and outcome envelopes",
+		"forwarded (total): data envelopes (the SDK traffic Relay passed on, not its own metric and outcome envelopes",
 		"pool of 100 envelopes (3.0 GiB raw, 5.0 MiB on the wire",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q", want)
+		if !strings.Contains(flat(out), want) {
+			t.Errorf("report.md lacks %q", want)
 		}
 	}
 	if strings.Contains(out, " MB") {
@@ -361,7 +379,7 @@ func TestTextTables(t *testing.T) {
 
 	rates := tableAfter(t, out, "Per rate (median of 2 rounds)")
 	wantCols := []string{"build", "target/s", "sent/s", "accepted/s", "forwarded/s", "backlog", "catch-up", "p50 ms", "p99 ms", "max ms",
-		"Relay cores", "CPU per envelope", "peak RSS", "RSS slope", "verdict"}
+		"Relay CPU", "CPU per envelope", "peak RSS", "RSS slope", "verdict"}
 	if !slices.Equal(rates[0], wantCols) {
 		t.Fatalf("per-rate columns %v, want %v", rates[0], wantCols)
 	}
@@ -385,14 +403,14 @@ func TestTextTables(t *testing.T) {
 	}
 
 	steps := tableAfter(t, out, "Steps")
-	for _, c := range []string{"forwarded", "gap", "catch-up", "shutdown"} {
+	for _, c := range []string{"forwarded (total)", "gap", "catch-up", "shutdown", "harness CPU", "idle CPU"} {
 		if !slices.Contains(steps[0], c) {
 			t.Errorf("steps table lacks %q: %v", c, steps[0])
 		}
 	}
 	for idx, want := range map[string][2]string{"1": {"6,000", "0.4 s"}, "3": {"15,000", "> 20 s"}, "9": {"12,050", "> 20 s"}, "10": {"0", "–"}} {
 		row := rowWith(steps, idx)
-		if got := [2]string{cell(t, steps, row, "forwarded"), cell(t, steps, row, "catch-up")}; got != want {
+		if got := [2]string{cell(t, steps, row, "forwarded (total)"), cell(t, steps, row, "catch-up")}; got != want {
 			t.Errorf("step %s: forwarded, catch-up = %v, want %v", idx, got, want)
 		}
 	}
@@ -426,7 +444,17 @@ func TestHeadlineCeiling(t *testing.T) {
 	for _, st := range rep.Steps {
 		st.Verdict = orchestrate.VerdictFellBehind
 	}
-	if h := Headline(rep); !strings.Contains(h, "did not keep up with any rate tried (lowest 200/s).") {
+	if h := Headline(rep); !strings.Contains(h, "did not keep up with any rate tried (lowest 200/s); try lower rates.") {
+		t.Errorf("headline %q", h)
+	}
+	// Below the rate it fell behind at, blast missed its schedule: no
+	// verdict, and no advice to try lower rates.
+	for _, st := range rep.Steps {
+		if st.Build == "today" && st.Rate == 200 {
+			st.Verdict = orchestrate.VerdictHarnessLimited
+		}
+	}
+	if h := Headline(rep); !strings.HasPrefix(h, "today kept up at no rate that could be judged: none of its 5 steps kept up, and 2 were harness-limited") {
 		t.Errorf("headline %q", h)
 	}
 	var only []*orchestrate.Step
@@ -439,12 +467,26 @@ func TestHeadlineCeiling(t *testing.T) {
 	if h := Headline(rep); !strings.HasPrefix(h, "Sent as fast as possible (64 senders): accepted 11,770/s") {
 		t.Errorf("headline %q", h)
 	}
+	// Between the rate it kept up with and the one it fell behind at,
+	// one was harness-limited: the headline says so.
+	rep2 := sample()
+	for _, st := range rep2.Steps {
+		if st.Build == "fast" && st.Rate == 500 {
+			st.Rate = 800
+			st.Verdict = orchestrate.VerdictFellBehind
+		}
+	}
+	rep2.Steps = append(rep2.Steps, &orchestrate.Step{Build: "fast", Rate: 400, Verdict: orchestrate.VerdictHarnessLimited})
+	rep2.KeptUpWith["fast"] = 200
+	if h := Headline(rep2); !strings.Contains(h, "fast kept up with about 200 envelopes per second and fell behind at 800/s (400/s between could not be judged: harness-limited); --find-max --rates 200,800 narrows it down.") {
+		t.Errorf("headline %q", h)
+	}
 }
 
-// TestTextOptionalSections: perf recordings with the flame-graph hint, a
-// fault's summary, StatsD metrics, load averages, peak RSS and gap appear
-// when the steps have them.
-func TestTextOptionalSections(t *testing.T) {
+// richSample is sample with every optional section: a noise verdict, a
+// gate with a breach, a perf recording, a fault, StatsD metrics, load
+// averages, a gap, a canary leak and a note.
+func richSample() *orchestrate.Report {
 	rep := sample()
 	rep.Comparisons[0].MsPerEnvVerdict, rep.Comparisons[0].MsPerEnvP = orchestrate.ChangeWithinNoise, 0.7
 	th, _ := orchestrate.ParseThresholds("cpu_ms_per_envelope>+5%")
@@ -461,9 +503,15 @@ func TestTextOptionalSections(t *testing.T) {
 		KeptFound: map[string]int64{"public_note": 50}}
 	rep.Summary[0].PeakRSS = 100 << 20
 	rep.Notes = []string{"perf: no hardware cycle counter on this machine; recording the software event cpu-clock instead"}
-	var b bytes.Buffer
-	Text(&b, rep)
-	out := b.String()
+	return rep
+}
+
+// TestMarkdownOptionalSections: perf recordings with the flame-graph hint,
+// a fault's summary, StatsD metrics, load averages, peak RSS and gap
+// appear when the steps have them.
+func TestMarkdownOptionalSections(t *testing.T) {
+	rep := richSample()
+	out := full(t, rep)
 	for _, want := range []string{
 		"perf recordings", "/tmp/relay-1.data: event cpu-clock, call graph dwarf, ok",
 		"perf script -i /tmp/relay-1.data | inferno-collapse-perf",
@@ -475,8 +523,8 @@ func TestTextOptionalSections(t *testing.T) {
 		"Against the baseline old/results.json", "1 of 2 checks crossed their threshold", "- today at 500/s: 3 → 3.3 (+10.0%), threshold cpu_ms_per_envelope>+5%",
 		"Not in the baseline, so not checked: 900.",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
+		if !strings.Contains(flat(out), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "Where the time goes") || strings.Contains(out, "speedscope") {
@@ -495,40 +543,36 @@ func TestProfileSection(t *testing.T) {
 	rep := sample()
 	withProfile(rep, "/out")
 	rep.Steps[0].Perf = &orchestrate.PerfRecord{File: "/tmp/relay-1.data", Event: "cpu-clock", CallGraph: "dwarf", Exit: "ok"}
-	var b bytes.Buffer
-	Text(&b, rep)
-	out := b.String()
+	out := full(t, rep)
 	for _, want := range []string{
-		"\nWhere the time goes\n",
-		"Step 2 (today, 200/s): 12,345 samples, 62% of them with a usable stack (the rest count for no function).",
+		"\n## Where the time goes\n",
+		"### Step 2 (today, 200/s)\n\n12,345 samples, 62% of them with a usable stack (the rest count for no function).",
 		"By kind of work (samples with any frame in the group): user-agent parsing 24.0%, PII scrubbing 11.5%.",
-		"Files: folded stacks /out/perf/relay.folded, flame graph /out/perf/flame-relay.svg.",
+		"Files: folded stacks `/out/perf/relay.folded`, flame graph `/out/perf/flame-relay.svg`.",
 		"speedscope", "inferno",
 		"perf script -i /tmp/relay-1.data | inferno-collapse-perf", // the hint, for step 1's recording
 	} {
 		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
+			t.Errorf("report.md lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "JSON 0.0%") {
 		t.Errorf("an empty group is listed")
 	}
-	top := tableAfter(t, out, "Where the time goes")
+	top := tableAfter(t, out, "Step 2 (today, 200/s)")
 	if !slices.Equal(top[0], []string{"function", "inclusive", "self"}) || len(top) != 1+maxTopRows {
 		t.Fatalf("top functions table %v", top)
 	}
-	if !slices.Equal(top[1], []string{"relay_server::fn_01", "89.0%", "0.1%"}) || rowWith(top, "relay_server::fn_15") == nil || rowWith(top, "relay_server::fn_16") != nil {
+	if !slices.Equal(top[1], []string{"`relay_server::fn_01`", "89.0%", "0.1%"}) || rowWith(top, "`relay_server::fn_15`") == nil || rowWith(top, "`relay_server::fn_16`") != nil {
 		t.Errorf("top functions %v", top)
 	}
-	if long := top[3][0]; len([]rune(long)) != maxNameLen || !strings.HasPrefix(long, "relay_event_normalization::") ||
+	if long := strings.Trim(top[3][0], "`"); len([]rune(long)) != maxNameLen || !strings.HasPrefix(long, "relay_event_normalization::") ||
 		!strings.HasSuffix(long, "normalize_user_agent") || !strings.Contains(long, "…") {
 		t.Errorf("long name %q", long)
 	}
 	// With a profile for every recording, no fold hint.
 	rep.Steps[0].Perf = nil
-	b.Reset()
-	Text(&b, rep)
-	if out := b.String(); strings.Contains(out, "inferno-collapse-perf") || !strings.Contains(out, "speedscope") {
+	if out := full(t, rep); strings.Contains(out, "inferno-collapse-perf") || !strings.Contains(out, "speedscope") {
 		t.Errorf("fold hint with every recording profiled:\n%s", out)
 	}
 }
@@ -604,11 +648,11 @@ func TestHarnessText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"# Harness load test (no Relay)", "| harness cores |", "that is the harness's throughput ceiling",
+	for _, want := range []string{"# Harness load test (no Relay)", "| harness CPU |", "that is the harness's throughput ceiling",
 		"the time the harness needed to work off its backlog", "CPU per envelope: the harness's CPU time",
-		"forwarded: data envelopes the fake upstream received", "blast sent, had accepted and the fake upstream received",
+		"forwarded (total): data envelopes the fake upstream received", "blast sent, had accepted and the fake upstream received",
 		"At 500/s the fake upstream received only 350/s: the harness's ceiling here"} {
-		if !strings.Contains(out, want) {
+		if !strings.Contains(flat(out), want) {
 			t.Errorf("harness report lacks %q:\n%s", want, out)
 		}
 	}
@@ -619,12 +663,13 @@ func TestHeadlineHarness(t *testing.T) {
 		KeptUpWith: map[string]float64{"harness": 5000},
 		Steps:      []*orchestrate.Step{{}},
 		Summary:    []*orchestrate.Point{{Build: "harness", Rate: 5000, AcceptedRate: 4998, Verdict: orchestrate.VerdictKeptUp, KeptUpJudged: true}}}
-	if h := Headline(rep); h != "The harness on its own moves 4,998 envelopes per second (the highest rate tried that it kept up with)." {
+	if h := Headline(rep); h != "The harness on its own moves 4,998 envelopes per second: it kept up at every rate tried; try higher rates or --find-max to find its ceiling." {
 		t.Errorf("headline %q", h)
 	}
 	rep.Steps = append(rep.Steps, &orchestrate.Step{Build: "harness", Rate: 8000, Verdict: orchestrate.VerdictFellBehind,
 		Steady: orchestrate.Steady{ForwardedRate: 6000, BacklogGrowth: 2000, GrowthSpan: 5, Allowance: 8000, Seconds: 10}})
-	if h := Headline(rep); !strings.HasSuffix(h, "kept up with). At 8,000/s the fake upstream received only 6,000/s: the harness's ceiling here; the backlog grew 2,000/s.") {
+	if h := Headline(rep); h != "The harness on its own moves 4,998 envelopes per second and fell behind at 8,000/s; --find-max --rates 5000,8000 narrows it down. "+
+		"At 8,000/s the fake upstream received only 6,000/s: the harness's ceiling here; the backlog grew 2,000/s." {
 		t.Errorf("headline %q", h)
 	}
 	rep.KeptUpWith["harness"] = 0
@@ -657,9 +702,7 @@ func TestCanariesHarness(t *testing.T) {
 		KeptUpWith: map[string]float64{},
 		Steps: []*orchestrate.Step{{Index: 1, Build: "harness", Rate: 1000,
 			Upstream: orchestrate.UpstreamSeen{Canaries: upstream.Canaries{ItemsScanned: 10, Leaks: map[string]int64{"password": 10}}}}}}
-	var b bytes.Buffer
-	Text(&b, rep)
-	if out := b.String(); !strings.Contains(out, "Without a Relay nothing scrubs") || strings.Contains(out, "password=10") {
+	if out := full(t, rep); !strings.Contains(out, "Without a Relay nothing scrubs") || strings.Contains(out, "password=10") {
 		t.Errorf("harness canaries:\n%s", out)
 	}
 }
@@ -674,16 +717,22 @@ func TestInterruptedReport(t *testing.T) {
 		Summary: []*orchestrate.Point{{Build: "relay", Rate: 200, Runs: 1, AchievedRate: 200, AcceptedRate: 200, PeakRSS: 150 << 20,
 			Verdict: orchestrate.VerdictInterrupted, Partial: true}}}
 	var b bytes.Buffer
-	Text(&b, rep)
-	out := b.String()
-	for _, want := range []string{"INTERRUPTED: partial report", "relay: interrupted before any step was judged; no verdict",
-		"interrupted (partial: what was measured before the interrupt)", "150.0 MiB"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("lacks %q:\n%s", want, out)
+	Text(&b, rep, "")
+	for _, tc := range []struct {
+		name, out string
+		want      []string
+	}{
+		{"report.md", full(t, rep), []string{"interrupted (partial: what was measured before the interrupt)", "150.0 MiB"}},
+		{"summary", b.String(), []string{"interrupted (partial)", "partial: measured before the interrupt"}},
+	} {
+		for _, want := range append(tc.want, "INTERRUPTED: partial report", "relay: interrupted before any step was judged; no verdict") {
+			if !strings.Contains(flat(tc.out), want) {
+				t.Errorf("%s lacks %q:\n%s", tc.name, want, tc.out)
+			}
 		}
-	}
-	if strings.Contains(out, "did not keep up") {
-		t.Errorf("a verdict drawn from an interrupted step:\n%s", out)
+		if strings.Contains(tc.out, "did not keep up") {
+			t.Errorf("%s: a verdict drawn from an interrupted step:\n%s", tc.name, tc.out)
+		}
 	}
 }
 

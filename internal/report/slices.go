@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -54,12 +55,18 @@ func sliceHeadline(rep *orchestrate.Report) string {
 	return strings.Join(lines, "\n")
 }
 
-// sliceRuns writes each comparison in slices: every metric's paired change
-// and the slices' medians.
-func (pg *page) sliceRuns() {
-	w, rep := pg.w, pg.rep
+// sliceRuns writes each comparison in slices into report.md.
+func (pg *page) sliceRuns() { writeSliceRuns(pg.w, pg.rep, pg.h, pg.para) }
+
+// sliceRuns writes each comparison in slices into the terminal summary.
+func (t *terminal) sliceRuns() { writeSliceRuns(t.w, t.rep, t.head, t.para) }
+
+// writeSliceRuns writes, for each comparison in slices, every metric's
+// paired change and what the figures mean, with head for its title and
+// para for its paragraphs.
+func writeSliceRuns(w io.Writer, rep *orchestrate.Report, head, para func(string)) {
 	for _, r := range rep.SliceRuns {
-		pg.h(fmt.Sprintf("%s against %s at %s/s, in slices", r.Build, r.Baseline, Num(r.Rate)))
+		head(fmt.Sprintf("%s against %s at %s/s, in slices", r.Build, r.Baseline, Num(r.Rate)))
 		t := NewTable("metric", ">pairs", ">change", ">95% interval", "verdict")
 		for _, c := range r.Changes {
 			iv := "–"
@@ -69,14 +76,15 @@ func (pg *page) sliceRuns() {
 			t.Add(metricLabels[c.Metric], strconv.Itoa(c.Pairs), pct1(c.Pct), iv, c.Verdict)
 		}
 		t.Write(w)
-		fmt.Fprintf(w, "\n%d slices of %s, each build's Relay started once; ended by %s after %s. "+
+		fmt.Fprintln(w)
+		para(fmt.Sprintf("%d slices of %s, each build's Relay started once; ended by %s after %s. "+
 			"change: the geometric mean of the per-pair ratios %s/%s, each pair the two builds back to back in alternating order; "+
 			"95%% interval: Student's t on the log ratios; a change is lower or higher only when its interval excludes no change, "+
 			"otherwise the run shows no change beyond the interval's half-width. "+
-			"CPU per envelope: the Relay's CPU over its slice and the catch-up after it, less its idle CPU measured over the other build's slice, per envelope forwarded.\n",
-			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline)
+			"CPU per envelope: the Relay's CPU over its slice and the catch-up after it, less its idle CPU measured over the other build's slice, per envelope forwarded.",
+			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
 		if r.Counters != "instructions" && r.Counters != "" {
-			fmt.Fprintf(w, "Instructions retired were not counted (%s).\n", r.Counters)
+			para(fmt.Sprintf("Instructions retired were not counted (%s).", r.Counters))
 		}
 	}
 }

@@ -22,7 +22,7 @@ func TestSliceRunText(t *testing.T) {
 		t.Errorf("headline\n%s\nwant\n%s", h, want)
 	}
 	var b strings.Builder
-	Text(&b, rep)
+	Text(&b, rep, "")
 	for _, s := range []string{"branch against main at 300/s, in slices", "CPU per envelope", "−5.9% to −2.3%", "p99 latency", "no change beyond ±4.4%", "40 slices of 10s"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("text lacks %q:\n%s", s, b.String())

@@ -6,9 +6,11 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
 )
 
@@ -67,30 +69,26 @@ func Headline(rep *orchestrate.Report) string {
 		case rate == 0 && verdicts[orchestrate.VerdictKeptUp] > 0:
 			line = fmt.Sprintf("%s kept up in %d of %d steps, but at no rate in every round that could be judged.", name,
 				verdicts[orchestrate.VerdictKeptUp], steps)
+		case rate == 0 && verdicts[orchestrate.VerdictHarnessLimited] > 0:
+			line = fmt.Sprintf("%s kept up at no rate that could be judged: none of its %d steps kept up, and %d were harness-limited (blast missed its schedule), so not judged.",
+				name, steps, verdicts[orchestrate.VerdictHarnessLimited])
 		case rate == 0:
-			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s).", name, Num(lowestRate(rep)))
+			line = fmt.Sprintf("%s did not keep up with any rate tried (lowest %s/s); try lower rates.", name, Num(lowestRate(rep)))
 		case rep.Harness && fm != nil && fm.FellBehind > 0:
 			line = fmt.Sprintf("The harness on its own moves about %s envelopes per second (it fell behind at %s/s): the ceiling for any Relay measurement on this machine.",
 				Num(best), Num(fm.FellBehind))
 		case rep.Harness && fm != nil && fm.Stopped == "":
-			line = fmt.Sprintf("The harness on its own moves at least %s envelopes per second, the upper bound of the search.", Num(best))
+			line = fmt.Sprintf("The harness on its own moves at least %s envelopes per second, the upper bound of the search; raise it to find the harness's ceiling.", Num(best))
 		case rep.Harness:
-			line = fmt.Sprintf("The harness on its own moves %s envelopes per second (the highest rate tried that it kept up with).", Num(best))
+			line = fmt.Sprintf("The harness on its own moves %s envelopes per second", Num(best)) + stopsAt(rep, b.Name, rate, "its ceiling")
 		case fm != nil && fm.Stopped != "":
 			line = fmt.Sprintf("%s kept up with at least %s envelopes per second; the search stopped there: %s.", name, Num(rate), fm.Stopped)
 		case fm != nil && fm.FellBehind > 0:
 			line = fmt.Sprintf("%s kept up with about %s envelopes per second (it fell behind at %s/s).", name, Num(rate), Num(fm.FellBehind))
 		case fm != nil:
-			line = fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search.", name, Num(rate))
+			line = fmt.Sprintf("%s kept up with %s envelopes per second, the upper bound of the search; raise it to find where it stops keeping up.", name, Num(rate))
 		default:
-			line = fmt.Sprintf("%s kept up with about %s envelopes per second (the highest rate tried that it kept up with", name, Num(rate))
-			for _, p := range rep.Summary {
-				if p.Build == b.Name && p.Rate > rate && p.Verdict == orchestrate.VerdictHarnessLimited {
-					line += "; higher rates were harness-limited, not judged"
-					break
-				}
-			}
-			line += ")."
+			line = fmt.Sprintf("%s kept up with about %s envelopes per second", name, Num(rate)) + stopsAt(rep, b.Name, rate, "where it stops keeping up")
 		}
 		for _, s := range []string{ceilingSentence(rep, b.Name), maxSentence(rep, b.Name)} {
 			if s != "" && line != "" {
@@ -104,6 +102,69 @@ func Headline(rep *orchestrate.Report) string {
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// stopsAt ends the headline's first sentence after "kept up with about
+// RATE envelopes per second": where the build fell behind above rate (the
+// lowest rate tried above it at which a judged step fell behind) and how
+// to narrow it down, or that it never did and what to try to find what,
+// or that the higher rates could not be judged.
+func stopsAt(rep *orchestrate.Report, build string, rate float64, what string) string {
+	next, higher := 0.0, false
+	var limited bool
+	var limitedAt []float64 // rates above rate with a harness-limited step
+	for _, st := range rep.Steps {
+		if st.Build != build || st.Rate == orchestrate.RateMax || st.Rate <= rate || st.Failed {
+			continue
+		}
+		switch st.Verdict {
+		case orchestrate.VerdictFellBehind:
+			if next == 0 || st.Rate < next {
+				next = st.Rate
+			}
+			higher = true
+		case orchestrate.VerdictHarnessLimited:
+			limited = true
+			if !slices.Contains(limitedAt, st.Rate) {
+				limitedAt = append(limitedAt, st.Rate)
+			}
+		case orchestrate.VerdictKeptUp:
+			higher = true
+		}
+	}
+	if next == 0 {
+		switch {
+		case limited:
+			return " (the highest rate tried that it kept up with; higher rates were harness-limited, not judged)."
+		case higher:
+			return " (the highest rate tried that it kept up with in every round)."
+		}
+		return fmt.Sprintf(": it kept up at every rate tried; try higher rates or --find-max to find %s.", what)
+	}
+	var fell, rounds int
+	for _, st := range rep.Steps {
+		if st.Build == build && st.Rate == next && !st.Failed && st.Verdict != orchestrate.VerdictInterrupted {
+			rounds++
+			if st.Verdict == orchestrate.VerdictFellBehind {
+				fell++
+			}
+		}
+	}
+	s := fmt.Sprintf(" and fell behind at %s/s", Num(next))
+	if fell < rounds {
+		s += fmt.Sprintf(" in %d of %d rounds", fell, rounds)
+	}
+	var between []string
+	slices.Sort(limitedAt)
+	for _, r := range limitedAt {
+		if r < next {
+			between = append(between, Num(r)+"/s")
+		}
+	}
+	if len(between) > 0 {
+		s += fmt.Sprintf(" (%s between could not be judged: harness-limited)", strings.Join(between, ", "))
+	}
+	return s + fmt.Sprintf("; --find-max --rates %s,%s narrows it down.", strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(next, 'f', -1, 64))
 }
 
 // lowestRate is the lowest target rate tried, leaving out RateMax.
@@ -240,9 +301,6 @@ func pointCatchUp(rep *orchestrate.Report, p *orchestrate.Point) string {
 	return catchUp(-1, drained)
 }
 
-// Text writes the tables printed on stdout at the end of a run.
-func Text(w io.Writer, rep *orchestrate.Report) { body(w, rep, false, "", nil) }
-
 // Markdown writes report.md; charts are the chart files to link, in the
 // directory report.md is written to.
 func Markdown(w io.Writer, rep *orchestrate.Report, charts []string) error {
@@ -261,15 +319,29 @@ func markdown(w io.Writer, rep *orchestrate.Report, dir string, charts []string)
 		title = "Harness load test (no Relay)"
 	}
 	fmt.Fprintf(w, "# %s\n\n", title)
-	body(w, rep, true, dir, charts)
+	pg := &page{w: w, rep: rep, dir: dir, charts: charts,
+		multi: len(rep.Setup.Builds) > 1, rounds: rep.Setup.Rounds > 1, proc: who(rep)}
+	if rep.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: partial report, the sweep did not finish.")
+		fmt.Fprintln(w)
+	}
+	for i, line := range strings.Split(Headline(rep), "\n") {
+		if i > 0 {
+			fmt.Fprintln(w) // a paragraph per build
+		}
+		pg.para(line)
+	}
+	for _, section := range []func(){pg.sliceRuns, pg.perRate, pg.findMax, pg.comparisons, pg.gate, pg.steps, pg.outcomes, pg.statsd,
+		pg.canaries, pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
+		section()
+	}
 	return nil
 }
 
-// page is one rendering of a report: text for stdout or report.md.
+// page is report.md being written.
 type page struct {
 	w             io.Writer
 	rep           *orchestrate.Report
-	md            bool
 	dir           string   // report.md's directory (for chart links)
 	charts        []string // chart files to link
 	multi, rounds bool     // several builds; several rounds
@@ -277,27 +349,10 @@ type page struct {
 }
 
 // h writes a section heading.
-func (pg *page) h(s string) {
-	if pg.md {
-		fmt.Fprintf(pg.w, "\n## %s\n\n", s)
-	} else {
-		fmt.Fprintf(pg.w, "\n%s\n\n", s)
-	}
-}
+func (pg *page) h(s string) { fmt.Fprintf(pg.w, "\n## %s\n\n", s) }
 
-func body(w io.Writer, rep *orchestrate.Report, md bool, dir string, charts []string) {
-	pg := &page{w: w, rep: rep, md: md, dir: dir, charts: charts,
-		multi: len(rep.Setup.Builds) > 1, rounds: rep.Setup.Rounds > 1, proc: who(rep)}
-	if rep.Interrupted {
-		fmt.Fprintln(w, "INTERRUPTED: partial report, the sweep did not finish.")
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, Headline(rep))
-	for _, section := range []func(){pg.sliceRuns, pg.perRate, pg.findMax, pg.comparisons, pg.gate, pg.steps, pg.outcomes, pg.statsd,
-		pg.canaries, pg.faults, pg.failed, pg.perf, pg.notes, pg.chartSection, pg.setup} {
-		section()
-	}
-}
+// para writes a paragraph wrapped to cli.Width (Markdown joins its lines).
+func (pg *page) para(s string) { fmt.Fprintln(pg.w, cli.Wrap(s, cli.Width, "")) }
 
 // perRate writes the per-rate table (medians over rounds) and what its columns mean.
 func (pg *page) perRate() {
@@ -311,7 +366,7 @@ func (pg *page) perRate() {
 		cols = append(cols, "build")
 	}
 	cols = append(cols, ">target/s", ">sent/s", ">accepted/s", ">forwarded/s", ">backlog", ">catch-up", ">p50 ms", ">p99 ms", ">max ms",
-		">"+proc+" cores", ">CPU per envelope", ">peak RSS", ">RSS slope", "verdict")
+		">"+proc+" CPU", ">CPU per envelope", ">peak RSS", ">RSS slope", "verdict")
 	t := NewTable(cols...)
 	var senders bool
 	for _, p := range rep.Summary {
@@ -319,7 +374,7 @@ func (pg *page) perRate() {
 		if multi {
 			row = append(row, p.Build)
 		}
-		c, e := cores(p.NetCores), ms(p.MsPerEnv)+" ms"
+		c, e := cores(p.NetCores), msUnit(p.MsPerEnv)
 		if rounds && p.Runs > 1 {
 			c += fmt.Sprintf(" ±%.0f%%", p.CoresSpread/2)
 			e += fmt.Sprintf(" ±%.0f%%", p.MsPerEnvSpread/2)
@@ -344,21 +399,22 @@ func (pg *page) perRate() {
 		subject, whose = "the harness", "the harness's"
 	}
 	fmt.Fprintln(w)
+	var legend []string
 	if senders {
-		fmt.Fprint(w, "max: sent as fast as possible by that many senders, each waiting for the answer before sending again. ")
+		legend = append(legend, "max: sent as fast as possible by that many senders, each waiting for the answer before sending again.")
 	}
-	fmt.Fprintf(w, "forwarded/s: data envelopes that reached the fake upstream per second over the measured window; when the backlog grows, that is %s throughput ceiling. "+
-		"backlog: envelopes accepted but not forwarded yet at the end of the window. "+
-		"catch-up: from blast's end until the last envelope was forwarded, the time %s needed to work off its backlog (\"> 20 s\": still forwarding when the drain gave up). ",
-		whose, subject)
-	fmt.Fprintf(w, "%s cores: CPU time (user+system, all threads) over the measured window divided by its length, idle subtracted. "+
-		"CPU per envelope: %s CPU time from blast's start until forwarding settled, idle subtracted, divided by the envelopes forwarded in that time; "+
-		"counted per forwarded envelope, it is not diluted above capacity, where %s accepts more than it processes. "+
-		"RSS slope: how fast %s resident memory grew over the window.", proc, whose, subject, whose)
+	legend = append(legend,
+		fmt.Sprintf("forwarded/s: data envelopes that reached the fake upstream per second over the measured window; when the backlog grows, that is %s throughput ceiling.", whose),
+		"backlog: envelopes accepted but not forwarded yet at the end of the window.",
+		fmt.Sprintf("catch-up: from blast's end until the last envelope was forwarded, the time %s needed to work off its backlog (\"> 20 s\": still forwarding when the drain gave up).", subject),
+		fmt.Sprintf("%s CPU: cores used, i.e. CPU time (user+system, all threads) over the measured window divided by its length, idle subtracted.", proc),
+		fmt.Sprintf("CPU per envelope: %s CPU time from blast's start until forwarding settled, idle subtracted, divided by the envelopes forwarded in that time; "+
+			"counted per forwarded envelope, it is not diluted above capacity, where %s accepts more than it processes.", whose, subject),
+		fmt.Sprintf("RSS slope: how fast %s resident memory grew over the window.", whose))
 	if rounds {
-		fmt.Fprint(w, " ±: half the spread (max−min) between rounds, in % of the median.")
+		legend = append(legend, "±: half the spread (max−min) between rounds, in % of the median.")
 	}
-	fmt.Fprintln(w)
+	pg.para(strings.Join(legend, " "))
 }
 
 // gate writes the thresholds held against a baseline run.
@@ -428,14 +484,15 @@ func (pg *page) comparisons() {
 		noise := false
 		for _, c := range rep.Comparisons {
 			t.Add(Num(c.Rate), c.Build, cores(c.BaseCores), cores(c.Cores), pct(c.CoresChange),
-				ms(c.MsPerEnv)+" ms", pct(c.MsPerEnvChange), noiseCell(c.MsPerEnvVerdict, c.MsPerEnvP), pct(c.P99Change), pct(c.PeakRSSChange))
+				msUnit(c.MsPerEnv), pct(c.MsPerEnvChange), noiseCell(c.MsPerEnvVerdict, c.MsPerEnvP), pct(c.P99Change), pct(c.PeakRSSChange))
 			noise = noise || c.MsPerEnvVerdict != ""
 		}
 		t.Write(w)
+		fmt.Fprintln(w)
 		if noise {
-			fmt.Fprintf(w, "\nbeyond noise: lower or higher only when every round of one build is below every round of the other and, with 4 or more rounds each, the two-sided Mann–Whitney U test over the rounds gives p < 0.05 (with 3 rounds each its smallest p is 0.1, so the ranges decide); otherwise within noise. Needs %d or more rounds.\n", orchestrate.MinRoundsForNoise)
+			pg.para(fmt.Sprintf("beyond noise: lower or higher only when every round of one build is below every round of the other and, with 4 or more rounds each, the two-sided Mann–Whitney U test over the rounds gives p < 0.05 (with 3 rounds each its smallest p is 0.1, so the ranges decide); otherwise within noise. Needs %d or more rounds.", orchestrate.MinRoundsForNoise))
 		} else {
-			fmt.Fprintf(w, "\nWhether a change is beyond noise needs --rounds %d or more.\n", orchestrate.MinRoundsForNoise)
+			pg.para(fmt.Sprintf("Whether a change is beyond noise needs --rounds %d or more.", orchestrate.MinRoundsForNoise))
 		}
 	}
 }
@@ -454,7 +511,11 @@ func (pg *page) steps() {
 	if rounds {
 		cols = append(cols, ">round")
 	}
-	cols = append(cols, ">target/s", ">forwarded", ">gap", ">catch-up", "items by type", ">idle cores", ">harness cores", ">ready", ">shutdown", ">step took", ">load 1m", "verdict")
+	cols = append(cols, ">target/s", ">forwarded (total)", ">gap", ">catch-up", "items by type", ">idle CPU")
+	if !rep.Harness { // measuring the harness, its CPU is the measured one
+		cols = append(cols, ">harness CPU")
+	}
+	cols = append(cols, ">ready", ">shutdown", ">step took", ">load 1m", "verdict")
 	t := NewTable(cols...)
 	for _, st := range rep.Steps {
 		row := []string{fmt.Sprint(st.Index)}
@@ -492,7 +553,11 @@ func (pg *page) steps() {
 			took = fmt.Sprintf("%.0f s (%.0f%% outside)", st.Took.Seconds(), st.OutsideWindow)
 		}
 		row = append(row, rateCell(st.Rate), Num(float64(st.Upstream.Forwarded)), Num(float64(st.Upstream.Gap)), cu, kv(st.Upstream.ItemsByType),
-			cores(st.CPU.IdleCores), harness, ready, shut, took, fmt.Sprintf("%.2f→%.2f", st.LoadAvg[0], st.LoadAvg[1]), v)
+			cores(st.CPU.IdleCores))
+		if !rep.Harness {
+			row = append(row, harness)
+		}
+		row = append(row, ready, shut, took, fmt.Sprintf("%.2f→%.2f", st.LoadAvg[0], st.LoadAvg[1]), v)
 		t.Add(row...)
 	}
 	t.Write(w)
@@ -500,11 +565,26 @@ func (pg *page) steps() {
 	if rep.Harness {
 		what = "data envelopes"
 	}
-	fmt.Fprintf(w, "\nforwarded: %s the fake upstream received from the start of blast (its warm-up included) until the drain ended; "+
-		"gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest); "+
-		"catch-up: from blast's end until the last data envelope arrived; "+
-		"harness cores: orchestrate's own CPU (blast, the fake upstream) over the measured window, and its share of Relay's; "+
-		"step took: the whole step, and the share of it outside the measured window (Relay's start, warm-up, idle, drain, shutdown).\n", what)
+	legend := []string{
+		"forwarded (total): " + what + " the fake upstream received from the start of blast (its warm-up included) until the drain ended;",
+		"gap: envelopes blast had accepted minus forwarded (negative when requests blast gave up on, e.g. timeouts, were still accepted and forwarded, or when Relay answered 429 for an envelope of which only some items were rate limited: it forwards the rest);",
+		"catch-up: from blast's end until the last data envelope arrived;",
+		"idle CPU: " + whoseProc(rep) + " cores before blast started, subtracted from " + pg.proc + " CPU and CPU per envelope;",
+	}
+	if !rep.Harness {
+		legend = append(legend, "harness CPU: the cores orchestrate itself (blast, the fake upstream) used over the measured window, and in % of Relay's CPU in it;")
+	}
+	legend = append(legend, "step took: the whole step, and the share of it outside the measured window (Relay's start, warm-up, idle, drain, shutdown).")
+	fmt.Fprintln(w)
+	pg.para(strings.Join(legend, " "))
+}
+
+// whoseProc is "Relay's" or "the harness's".
+func whoseProc(rep *orchestrate.Report) string {
+	if rep.Harness {
+		return "the harness's"
+	}
+	return "Relay's"
 }
 
 // outcomes writes the outcomes Relay reported.
@@ -519,7 +599,8 @@ func (pg *page) outcomes() {
 			}
 		}
 		t.Write(w)
-		fmt.Fprintln(w, "\nOutcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped, by data category and reason; with --quota they show the quota at work.")
+		fmt.Fprintln(w)
+		pg.para("Outcomes are what Relay reported to the upstream about the envelopes and items it rate limited, filtered or dropped, by data category and reason; with --quota they show the quota at work.")
 	}
 }
 
@@ -535,7 +616,7 @@ func (pg *page) canaries() {
 	}
 	pg.h("PII canaries")
 	if rep.Harness {
-		fmt.Fprintln(w, "Without a Relay nothing scrubs: the fake upstream receives every canary as blast planted it, so there is nothing to judge here.")
+		pg.para("Without a Relay nothing scrubs: the fake upstream receives every canary as blast planted it, so there is nothing to judge here.")
 		return
 	}
 	t := NewTable(">#", ">target/s", ">items scanned", ">scrubbed items", "leaked", "controls kept")
@@ -551,7 +632,8 @@ func (pg *page) canaries() {
 		t.Add(fmt.Sprint(st.Index), rateCell(st.Rate), Num(float64(c.ItemsScanned)), Num(float64(c.ScrubbedItems)), leaked, kv(c.KeptFound))
 	}
 	t.Write(w)
-	fmt.Fprintln(w, "\nThe pool plants values that Relay's default data scrubbing must remove (card numbers, IBANs, passwords, …) and a control it must leave alone (public_note); the fake upstream looks for each in what Relay forwards. leaked: canaries that reached the upstream; controls kept: controls found, as they should be.")
+	fmt.Fprintln(w)
+	pg.para("The pool plants values that Relay's default data scrubbing must remove (card numbers, IBANs, passwords, …) and a control it must leave alone (public_note); the fake upstream looks for each in what Relay forwards. leaked: canaries that reached the upstream; controls kept: controls found, as they should be.")
 }
 
 // statsd writes Relay's own metrics from the StatsD receiver.
@@ -586,7 +668,7 @@ func (pg *page) faults() {
 
 // failed writes the failed steps with the tail of Relay's log.
 func (pg *page) failed() {
-	w, rep, md := pg.w, pg.rep, pg.md
+	w, rep := pg.w, pg.rep
 	var failed []*orchestrate.Step
 	for _, st := range rep.Steps {
 		if st.Failed {
@@ -598,11 +680,7 @@ func (pg *page) failed() {
 		for _, st := range failed {
 			fmt.Fprintf(w, "Step %d (%s, %s): %s\n", st.Index, st.Build, rateLabel(st), st.Error)
 			if st.LogTail != "" {
-				if md {
-					fmt.Fprintf(w, "\n```\n%s\n```\n\n", st.LogTail)
-				} else {
-					fmt.Fprintln(w, "  "+strings.ReplaceAll(st.LogTail, "\n", "\n  "))
-				}
+				fmt.Fprintf(w, "\n```\n%s\n```\n\n", st.LogTail)
 			}
 		}
 	}
@@ -610,7 +688,7 @@ func (pg *page) failed() {
 
 // perf writes the perf recordings and where the time went.
 func (pg *page) perf() {
-	w, rep, md, dir := pg.w, pg.rep, pg.md, pg.dir
+	w, rep, dir := pg.w, pg.rep, pg.dir
 	var perfs []*orchestrate.PerfRecord
 	var plain *orchestrate.PerfRecord // the first recording without a profile
 	for _, st := range rep.Steps {
@@ -636,7 +714,7 @@ func (pg *page) perf() {
 	}
 	if hasProfile(rep) {
 		pg.h("Where the time goes")
-		profiles(w, rep, md, dir)
+		profiles(w, rep, dir)
 	}
 }
 
@@ -658,10 +736,10 @@ func (pg *page) notes() {
 	}
 }
 
-// chartSection writes links to the charts (report.md only).
+// chartSection writes links to the charts.
 func (pg *page) chartSection() {
-	w, rep, md, charts := pg.w, pg.rep, pg.md, pg.charts
-	if md && len(charts) > 0 {
+	w, rep, charts := pg.w, pg.rep, pg.charts
+	if len(charts) > 0 {
 		pg.h("Charts")
 		chartLinks(w, rep, charts)
 	}
@@ -803,20 +881,23 @@ func chartLinks(w io.Writer, rep *orchestrate.Report, charts []string) {
 		}
 		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(name, ".svg"), name)
 	}
+	if slices.ContainsFunc(rep.Summary, func(p *orchestrate.Point) bool { return p.Rate == orchestrate.RateMax }) &&
+		slices.ContainsFunc(charts, func(c string) bool { b := filepath.Base(c); return b == CPUChart || b == LatencyChart }) {
+		fmt.Fprint(w, cli.Wrap("The charts against rate leave out the steps sent as fast as possible: they had no target rate (their figures are in the tables above).", cli.Width, "")+"\n\n")
+	}
 	if len(steps) == 0 {
 		return
 	}
 	fmt.Fprint(w, "### Each step second by second\n\n")
+	caption := "From blast's start to the end of the drain: envelopes per second blast sent, Relay accepted and forwarded; the backlog (accepted − forwarded); Relay's RSS. "
 	if rep.Harness {
-		fmt.Fprint(w, "From blast's start to the end of the drain: envelopes per second blast sent, had accepted and the fake upstream received; the backlog (accepted − received); the harness's RSS. ")
-	} else {
-		fmt.Fprint(w, "From blast's start to the end of the drain: envelopes per second blast sent, Relay accepted and forwarded; the backlog (accepted − forwarded); Relay's RSS. ")
+		caption = "From blast's start to the end of the drain: envelopes per second blast sent, had accepted and the fake upstream received; the backlog (accepted − received); the harness's RSS. "
 	}
-	fmt.Fprint(w, "The shaded band is the measured window, the dashed line blast's end.")
+	caption += "The shaded band is the measured window, the dashed line blast's end; a last second cut short by the drain's end is left out."
 	if len(steps) < withSeconds {
-		fmt.Fprintf(w, " %d of the %d steps are shown: the first round only, at most %d.", len(steps), withSeconds, maxStepCharts)
+		caption += fmt.Sprintf(" %d of the %d steps are shown: the first round only, at most %d.", len(steps), withSeconds, maxStepCharts)
 	}
-	fmt.Fprint(w, "\n\n")
+	fmt.Fprint(w, cli.Wrap(caption, cli.Width, "")+"\n\n")
 	for _, name := range steps {
 		st := byName[name]
 		caption := fmt.Sprintf("Step %d: %s, %s", st.Index, st.Build, rateLabel(st))
