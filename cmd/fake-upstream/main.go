@@ -5,9 +5,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -16,34 +13,33 @@ import (
 	"github.com/relayload/relayload/upstream"
 )
 
-const usageHead = `fake-upstream plays Sentry for a Relay in managed mode (relay.mode: managed,
-relay.upstream pointing here). It registers the relay (signed challenge and
-response), serves project configs v3 with the global config, receives the
-envelopes, metric batches and outcomes Relay forwards, decodes every body
-(identity, gzip, deflate, br, zstd), counts envelopes, items, bytes, outcomes
-and PII canaries, and serves the counts.
-
-Routes: POST /api/0/relays/{register/challenge,register/response,projectconfigs,
-publickeys,outcomes,metrics}/, GET /api/0/relays/live/, POST /api/<id>/envelope/,
-GET /stats (?format=prometheus), POST /stats/reset, GET /projects (?origin=),
-GET|POST /control (faults as JSON).
-
-The first line of stdout is the address it listens on (useful with port 0).
-It listens on 127.0.0.1 unless told otherwise, and warns (one line on stderr)
-when the address is not loopback. /control and /stats/reset answer only
-loopback clients unless --control-from names other networks (403 otherwise).
-
-Limits per request: a body's first 16 KiB must arrive within 10 s, before it
-takes any ingest slot (a stalled body delays nobody); the rest of a larger one
-at 1 MiB/s on average after a 2 s grace (408 otherwise); every answer must be
-written within 10 s plus its size at 1 MiB/s, from its first byte; a request
-whose client hung up before its body was processed is dropped (client_gone).
-/stats http_layer counts what the HTTP server rejected before any handler.
-
-Usage: fake-upstream [flags]
-
-Flags:
-`
+// help is fake-upstream's --help.
+func help() cli.Help {
+	return cli.Help{
+		About: "fake-upstream plays Sentry for a Relay in managed mode (relay.mode: managed, relay.upstream pointing here): " +
+			"it registers the relay (signed challenge and response), serves project configs v3 with the global config, " +
+			"checks, decodes and counts every envelope, metric batch and outcome Relay forwards, then answers, and serves the counts at GET /stats. " +
+			"The first line of stdout is the address it listens on (useful with port 0); it listens on 127.0.0.1 unless told otherwise " +
+			"and warns when the address is not loopback. Routes, limits, /stats fields and the /control format: upstream/README.md.",
+		Usage: []string{"fake-upstream [flags]"},
+		Examples: []cli.Example{
+			{What: "Play Sentry on port 8000 for any Relay that registers",
+				Command: "fake-upstream --listen 127.0.0.1:8000"},
+			{What: "Only the relay whose credentials.json is given may register; 500 projects",
+				Command: "fake-upstream --relay-credentials relay-conf/credentials.json --projects 500"},
+			{What: "An outage of 10 s, 5 s after it starts listening",
+				Command: "fake-upstream --listen 127.0.0.1:0 --fault outage=10s@5s"},
+		},
+		Groups: []cli.Group{
+			{Title: "Listening", Flags: []string{"listen", "control-from", "shutdown-timeout", "max-wire-bytes", "max-decoded-bytes"}},
+			{Title: "Projects and relays", Flags: []string{"projects", "seed", "relay-credentials", "deny-relays", "verify-signatures",
+				"signature-max-age", "registration-max-age", "pending-for", "inbound-filters", "quota", "quotas"}},
+			{Title: "Faults", Flags: []string{"fault", "faults", "latency", "inject", "global-pending", "relay-stop"}},
+		},
+		After: "Route names for --latency and --inject: " + strings.Join(upstream.RouteNames(), ", ") + ", or * for all.\n\n" +
+			"Exit status: 0 stopped by SIGINT/SIGTERM, 1 failed while serving, 2 bad usage (a flag, or an address it cannot listen on).",
+	}
+}
 
 func main() {
 	os.Exit(cli.Exit("fake-upstream", run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr, configFlags))
@@ -60,12 +56,7 @@ var configFlags = map[string]string{
 func run(args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := o.flagSet()
-	help := usageHead
-	if err := cli.Parse(fs, args, stdout, help); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "\nRoute names for --latency/--inject: %s\n", strings.Join(upstream.RouteNames(), ", "))
-			fmt.Fprint(stdout, "\nExit status: 0 stopped by SIGINT/SIGTERM, 1 failed while serving, 2 bad usage (a flag, or an address it cannot listen on).\n")
-		}
+	if err := cli.ParseHelp(fs, args, stdout, help()); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -63,7 +63,7 @@ func TestHelp(t *testing.T) {
 	if err := run([]string{"--help"}, &out, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-fault", "outage=10s[:refuse|hang|unavailable]", "-max-decoded-bytes", "envelope", "Exit status", "-control-from", "not loopback", "http_layer"} {
+	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-fault", "outage=10s[:refuse|hang|unavailable]", "-max-decoded-bytes", "envelope", "Exit status", "-control-from", "not loopback", "upstream/README.md", "Examples:", "Faults:", "Route names for --latency and --inject: register_challenge"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -344,5 +344,14 @@ func TestAbuseControlFrom(t *testing.T) {
 				t.Errorf("/stats: %d, errors %v: want control_forbidden %d", resp.StatusCode, st.Errors, wantN)
 			}
 		})
+	}
+}
+
+// TestHelpGroups: --help lists every flag once, in a group, with examples.
+func TestHelpGroups(t *testing.T) {
+	var o options
+	fs := o.flagSet()
+	if err := help().Check(fs); err != nil {
+		t.Fatal(err)
 	}
 }
