@@ -13,15 +13,19 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/relayreport"
 )
 
 const relayReportUsage = `orchestrate relay-report: cost per kind, mixed capacity, max rate, perf of errors and
-Relay's signature timer, into one report.md.
+Relay's signature timer, into one report.md. With --compare, the same for two builds side by side:
+each kind's cost compared in slices (the change with its 95% interval), each build's capacity.
 
 Usage:
   orchestrate relay-report --relay-bin PATH --out DIR [--duration 30s] [--perf] [--relay-config FILE]
+  orchestrate relay-report --relay-bin PATH [--relay-name NAME] --compare NAME=BIN[:CONFIG.yml] --out DIR
+                           [--budget 2m] [--slice 10s] [--precision 3%]
 
 Options:
 `
@@ -30,50 +34,24 @@ Options:
 // relayreport into one report.md.
 func runRelayReport(args []string, stdout, stderr io.Writer) int {
 	const prog = "orchestrate relay-report"
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	var (
-		relayBin = fs.String("relay-bin", "", "Relay binary to measure (required)")
-		out      = fs.String("out", "", "directory for report.md and each section's full report (required)")
-		duration = fs.Duration("duration", 30*time.Second, "measured window of each step")
-		kindRate = fs.Float64("kind-rate", 300, "rate of the cost-per-kind steps")
-		perf     = fs.Bool("perf", false, "record the errors step with perf and break its CPU down")
-		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
-		conf     = fs.String("relay-config", "", "YAML file merged into every step's generated config.yml (null removes a key)")
-	)
-	err := cli.Parse(fs, args, stdout, relayReportUsage)
+	o, quiet, err := relayReportOptions(args, stdout)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return cli.OK
 	case err != nil:
-	case fs.NArg() > 0:
-		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
-	case *relayBin == "" || *out == "":
-		err = cli.Usagef("--relay-bin and --out are required")
-	case !(*kindRate > 0):
-		err = cli.Usagef("--kind-rate %v: want a rate above 0", *kindRate)
-	default:
-		err = cli.Positive("--duration", *duration)
+		return cli.Exit(prog, err, stderr, relayReportFlags())
 	}
-	var overrides relayconfig.Config
-	if err == nil && *conf != "" {
-		if overrides, err = relayconfig.LoadOverrides(*conf); err != nil {
-			err = cli.Usagef("--relay-config: %w", err)
-		}
-	}
-	if err != nil {
-		return cli.Exit(prog, err, stderr, nil)
-	}
-	o := relayreport.Options{RelayBin: *relayBin, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf, Log: stderr, RelayConfig: overrides}
-	if *quiet {
+	o.Log = stderr
+	if quiet {
 		o.Log = io.Discard
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	card, err := relayreport.Run(ctx, o)
 	if card == nil {
-		return cli.Exit(prog, err, stderr, flagNames())
+		return cli.Exit(prog, err, stderr, relayReportFlags())
 	}
-	if err := writeCard(card, *out, stdout); err != nil {
+	if err := writeCard(card, o.Out, stdout); err != nil {
 		return cli.Exit(prog, err, stderr, nil)
 	}
 	if ctx.Err() != nil {
@@ -81,6 +59,72 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 		return cli.Interrupted
 	}
 	return cli.OK
+}
+
+// relayReportOptions parses relay-report's flags into relayreport.Options
+// (Log unset) and whether --quiet was given.
+func relayReportOptions(args []string, stdout io.Writer) (relayreport.Options, bool, error) {
+	fs := flag.NewFlagSet("orchestrate relay-report", flag.ContinueOnError)
+	var (
+		relayBin  = fs.String("relay-bin", "", "Relay binary to measure (required)")
+		relayName = fs.String("relay-name", "relay", "name of --relay-bin in the report")
+		out       = fs.String("out", "", "directory for report.md and each section's full report (required)")
+		duration  = fs.Duration("duration", 30*time.Second, "measured window of each step")
+		kindRate  = fs.Float64("kind-rate", 300, "rate of the cost-per-kind steps")
+		perf      = fs.Bool("perf", false, "record the errors step with perf and break its CPU down (the baseline only, with --compare)")
+		quiet     = fs.Bool("quiet", false, "no progress lines on stderr")
+		conf      = fs.String("relay-config", "", "YAML file merged into every step's generated config.yml (null removes a key)")
+		compare   = fs.String("compare", "", "a second build, NAME=BIN[:CONFIG.yml] (CONFIG.yml merged into its Relay's config; a relayload: section sets inbound_filters for its fake upstream), reported side by side with --relay-bin")
+		slice     = fs.Duration("slice", orchestrate.DefaultSlice, "with --compare: how long each build takes a kind's traffic in turn")
+		budget    = fs.Duration("budget", relayreport.DefaultCompareBudget, "with --compare: the longest each kind's comparison may take")
+		precision = fs.String("precision", "", "with --compare: end a kind's comparison once the 95% interval of the change in CPU per envelope is within ±this, e.g. 3%")
+	)
+	var o relayreport.Options
+	err := cli.Parse(fs, args, stdout, relayReportUsage)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case err != nil:
+		return o, false, err
+	case fs.NArg() > 0:
+		return o, false, cli.Usagef("unexpected argument %q", fs.Arg(0))
+	case *relayBin == "" || *out == "":
+		return o, false, cli.Usagef("--relay-bin and --out are required")
+	case !(*kindRate > 0):
+		return o, false, cli.Usagef("--kind-rate %v: want a rate above 0", *kindRate)
+	case *compare == "" && (set["slice"] || set["budget"] || set["precision"]):
+		return o, false, cli.Usagef("--slice, --budget and --precision need --compare")
+	}
+	if err := cli.Positive("--duration", *duration); err != nil {
+		return o, false, err
+	}
+	o = relayreport.Options{RelayBin: *relayBin, BaselineName: *relayName, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf}
+	if *conf != "" {
+		if o.RelayConfig, err = relayconfig.LoadOverrides(*conf); err != nil {
+			return o, false, cli.Usagef("--relay-config: %w", err)
+		}
+	}
+	if *compare != "" {
+		// orchestrate's own --compare parsing, for the one compared build.
+		bo := options{relayBin: *relayBin, relayName: *relayName, compare: cli.List{*compare}, slice: *slice, budget: *budget, precision: *precision}
+		var cfg orchestrate.Config
+		if err := bo.builds(&cfg); err != nil {
+			return o, false, err
+		}
+		b := cfg.Builds[1]
+		o.Compare, o.Slice, o.CompareBudget, o.Precision = &b, cfg.Slice, cfg.Budget, cfg.Precision
+	}
+	return o, *quiet, nil
+}
+
+// relayReportFlags maps relayreport.Options and orchestrate.Config fields
+// to relay-report's flags.
+func relayReportFlags() map[string]string {
+	m := flagNames()
+	m["Builds"] = "--relay-bin or --compare"
+	m["Budget"], m["CompareBudget"] = "--budget", "--budget"
+	m["Compare"], m["BaselineName"] = "--compare", "--relay-name"
+	return m
 }
 
 // writeCard writes report.md into dir and to stdout.
