@@ -75,6 +75,7 @@ func (c *Card) kindsCompared(w io.Writer) {
 	first := c.Kinds[0].Slices
 	fmt.Fprintf(w, "\n## Cost per envelope, one kind at a time (%s/s): %s against %s\n\n", report.Num(first.Rate), b, a)
 	t := report.NewTable("kind", ">"+a+" CPU per envelope", ">"+b+" CPU per envelope", ">pairs", ">change", ">95% interval", "verdict", "ended by")
+	var short []string
 	for _, k := range c.Kinds {
 		r := k.Slices
 		ch := orchestrate.Change{Verdict: orchestrate.VerdictTooFewPairs}
@@ -86,8 +87,15 @@ func (c *Card) kindsCompared(w io.Writer) {
 			change, interval = report.Pct1(ch.Pct), report.Pct1(ch.Low)+" to "+report.Pct1(ch.High)
 		}
 		t.Add(k.Kind, msCell(sliceMedian(r, a)), msCell(sliceMedian(r, b)), fmt.Sprint(ch.Pairs), change, interval, ch.Verdict, r.Ended)
+		if ch.Pairs < 2 && r.Ended == "budget" {
+			short = append(short, k.Kind)
+		}
 	}
 	t.Write(w)
+	if len(short) > 0 {
+		fmt.Fprintf(w, "\n%s: the budget ran out before two pairs, too few for an interval; both Relays' start, warm-up and idle measurement and a first slice of each come out of it: give each kind a larger budget.\n",
+			strings.Join(short, ", "))
+	}
 	fmt.Fprintf(w, "\nEach kind: both builds' Relays started once and warmed, then the traffic sent to one build at a time in slices of %s, "+
 		"in pairs whose order alternates (ABBA), until the change was known to the precision asked for or the kind's budget was spent (ended by). "+
 		"%s, %s: the median over each build's slices in whole pairs of its CPU per envelope: its Relay's CPU over the slice and the catch-up after it, "+
@@ -181,13 +189,17 @@ func bracketChange(base, cmp orchestrate.FindMax) string {
 	const caveat = " Each probe is one step of one build: a bracket from single steps, not a 95% interval."
 	switch {
 	case base.KeptUp == 0 || cmp.KeptUp == 0:
-		var none []string
+		var why []string
 		for _, fm := range []orchestrate.FindMax{base, cmp} {
-			if fm.KeptUp == 0 {
-				none = append(none, fm.Build)
+			switch {
+			case fm.KeptUp > 0:
+			case fm.Stopped != "":
+				why = append(why, fmt.Sprintf("%s's search stopped before any rate was kept up with (stopped early)", fm.Build))
+			default:
+				why = append(why, fmt.Sprintf("%s kept up with no rate the search tried", fm.Build))
 			}
 		}
-		return fmt.Sprintf("No change of capacity can be stated: %s kept up with no rate the search tried.", strings.Join(none, " and "))
+		return fmt.Sprintf("No change of capacity can be stated: %s.", strings.Join(why, "; "))
 	case base.FellBehind > 0 && cmp.KeptUp >= base.FellBehind:
 		return fmt.Sprintf("%s's capacity is higher: it kept up with %s/s, where %s fell behind (%s/s); by the brackets, %s of %s's.%s",
 			cmp.Build, report.Num(cmp.KeptUp), base.Build, report.Num(base.FellBehind), bounds(base, cmp), base.Build, caveat)

@@ -60,6 +60,13 @@ func TestCompareMarkdown(t *testing.T) {
 		}
 		return rep
 	}
+	// stopped is a search that ended early, unless it found a bracket.
+	stopped := func(f orchestrate.FindMax) orchestrate.FindMax {
+		if f.FellBehind == 0 {
+			f.Stopped = "the step at 200/s was harness-limited"
+		}
+		return f
+	}
 	kinds := []KindCost{
 		{Kind: "errors", Slices: sliceRun(300, "budget", []float64{3.0, 3.2, 3.4}, []float64{2.6, 2.8, 3.0},
 			orchestrate.Change{Metric: "ms_per_envelope", Pairs: 3, Pct: -12.34, Low: -15.04, High: -9.46, HalfWidth: 2.9, Verdict: orchestrate.VerdictLower})},
@@ -69,6 +76,8 @@ func TestCompareMarkdown(t *testing.T) {
 		// medians are of the whole pair only.
 		{Kind: "logs", Slices: sliceRun(300, "failed: relay exited", []float64{1.0, 9.0}, []float64{1.2},
 			orchestrate.Change{Metric: "ms_per_envelope", Pairs: 1, Verdict: orchestrate.VerdictTooFewPairs})},
+		// No pair fitted in the budget.
+		{Kind: "sessions", Slices: sliceRun(300, "budget", nil, nil, orchestrate.Change{Metric: "ms_per_envelope", Verdict: orchestrate.VerdictTooFewPairs})},
 	}
 	for _, tc := range []struct {
 		name     string
@@ -84,6 +93,8 @@ func TestCompareMarkdown(t *testing.T) {
 			"| errors | 3.20 ms | 2.80 ms | 3 | −12.3% | −15.0% to −9.5% | lower | budget |",
 			"| transactions | 7.50 ms | 7.55 ms | 4 | +0.5% | −3.6% to +4.8% | no change beyond ±4.1% | precision |",
 			"| logs | 1.00 ms | 1.20 ms | 1 | – | – | too few pairs | failed: relay exited |",
+			"| sessions | – | – | 0 | – | – | too few pairs | budget |",
+			"sessions: the budget ran out before two pairs, too few for an interval",
 			"slices of 10s",
 			"## Mixed traffic: the highest rate each build keeps up with",
 			"| build | kept up with | fell behind at | kept-up rate against main | probes | stopped early |",
@@ -109,6 +120,10 @@ func TestCompareMarkdown(t *testing.T) {
 		{"no rate kept up", capacity(fm("main", 800, 890), fm("branch", 0, 200, 200)), []string{
 			"No change of capacity can be stated: branch kept up with no rate the search tried.",
 		}, []string{"brackets overlap"}},
+		{"searches stopped", capacity(stopped(fm("main", 0, 0, 200)), stopped(fm("branch", 0, 200, 200))), []string{
+			"| main | – | – | – | 200 | the step at 200/s was harness-limited |",
+			"No change of capacity can be stated: main's search stopped before any rate was kept up with (stopped early); branch kept up with no rate the search tried.",
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			card := &Card{
