@@ -84,7 +84,7 @@ func TestHelp(t *testing.T) {
 			o.define(fs)
 			return fs
 		}},
-		{[]string{"relay-report", "--help"}, relayReportHelp, relayReportFlags},
+		{[]string{"relay-report", "--help"}, relayReportHelp, relayReportFlagSet},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(tc.args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
@@ -417,10 +417,9 @@ func TestBuildConfig(t *testing.T) {
 	}
 }
 
-func relayReportFlags() *flag.FlagSet {
+func relayReportFlagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("relay-report", flag.ContinueOnError)
-	var o rrOptions
-	o.define(fs)
+	defineRelayReport(fs)
 	return fs
 }
 

@@ -4,6 +4,11 @@
 // fast as possible, where an error's time goes (perf), and what Relay's
 // own signature timer says (StatsD). Each section is one orchestrate.Run;
 // its full report is written next to the summary.
+//
+// With Options.Compare it answers the same questions for two builds side by
+// side: each kind's cost as a comparison in slices (orchestrate's paired
+// change with its 95% interval), and each build's capacity from its own
+// bisection.
 package relayreport
 
 import (
@@ -14,8 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
@@ -43,7 +50,25 @@ type Options struct {
 	// PoolSize is each section's envelope pool (orchestrate's default when
 	// 0); every section builds its own.
 	PoolSize int
+	// BaselineName names RelayBin's build (default "relay").
+	BaselineName string
+	// Compare, when set, is a second build measured beside the baseline:
+	// each kind is then a comparison in slices of Slice (default
+	// orchestrate.DefaultSlice) that ends when the change in CPU per
+	// envelope is known to within Precision (a fraction; 0: never) or
+	// CompareBudget (default 2 min) is spent, per kind; the capacity search
+	// and the max-rate step run for both builds; perf records the
+	// baseline only.
+	Compare       *orchestrate.Build
+	Slice         time.Duration
+	Precision     float64
+	CompareBudget time.Duration
+	// Kinds are the kinds costed one at a time (default Kinds).
+	Kinds []pool.Kind
 }
+
+// DefaultCompareBudget is how long each kind's comparison may take.
+const DefaultCompareBudget = 2 * time.Minute
 
 // Kinds costed one at a time, in the seed's order.
 var Kinds = []pool.Kind{pool.KindTransaction, pool.KindError, pool.KindLog, pool.KindCheckIn, pool.KindSession}
@@ -53,7 +78,10 @@ const SignatureTimer = "signature.create.duration"
 
 // Card is what the sections measured.
 type Card struct {
-	Relay    orchestrate.Build
+	Relay orchestrate.Build
+	// Compared is Options.Compare as it ran (with its version); nil
+	// without a comparison.
+	Compared *orchestrate.Build
 	Started  time.Time
 	Took     time.Duration
 	Kinds    []KindCost
@@ -63,18 +91,114 @@ type Card struct {
 	Notes    []string
 }
 
-// KindCost is one kind at KindRate.
+// KindCost is one kind at KindRate: one step of the baseline, or with
+// Options.Compare the comparison in slices of the two builds.
 type KindCost struct {
-	Kind string
-	Step *orchestrate.Step
+	Kind   string
+	Step   *orchestrate.Step
+	Slices *orchestrate.SliceRun
 }
 
 // Run measures every section. A section that fails is noted and the rest
-// go on; ctx's end stops at once with what was measured.
+// go on; ctx's end stops at once with what was measured. With
+// Options.Compare, bad options (of the comparison, or of a build as
+// orchestrate checks them) return an error and no card before anything
+// runs.
 func Run(ctx context.Context, o Options) (*Card, error) {
 	if o.RelayBin == "" {
 		return nil, errors.New("relayreport: no Relay binary")
 	}
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	card := &Card{Started: time.Now()}
+	defer func() { card.Took = time.Since(card.Started) }()
+	builds := []orchestrate.Build{{Name: o.BaselineName, Bin: o.RelayBin}}
+	if o.Compare != nil {
+		builds = append(builds, *o.Compare)
+	}
+	base := orchestrate.Config{
+		Builds: builds, Duration: o.Duration, Log: o.Log,
+		Warmup: o.Warmup, Idle: o.Idle, Seed: 1, RelayConfig: o.RelayConfig, PoolSize: o.PoolSize,
+		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer},
+	}
+	section := func(name string, mod func(*orchestrate.Config)) (*orchestrate.Report, error) {
+		cfg := base
+		mod(&cfg)
+		// The heading goes out with the section's first progress line, so
+		// that a config orchestrate refuses is all a terminal shows.
+		cfg.Log = &headed{w: o.Log, head: "== " + name + "\n"}
+		rep, err := orchestrate.Run(ctx, cfg)
+		if rep != nil {
+			if len(rep.Setup.Builds) > 0 {
+				card.Relay = rep.Setup.Builds[0]
+			}
+			if len(rep.Setup.Builds) > 1 {
+				card.Compared = &rep.Setup.Builds[1]
+			}
+			if _, werr := report.Write(filepath.Join(o.Out, name), rep); werr != nil {
+				card.Notes = append(card.Notes, fmt.Sprintf("%s: writing its report: %v", name, werr))
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			card.Notes = append(card.Notes, fmt.Sprintf("%s: %v", name, err))
+		}
+		return rep, err
+	}
+
+	for i, k := range o.Kinds {
+		rep, err := section("kind-"+string(k), func(c *orchestrate.Config) {
+			c.Rates = []float64{o.KindRate}
+			c.Mix = pool.Mix{k: 1}
+			if o.Compare != nil {
+				c.Slices, c.Slice, c.Precision, c.Budget = true, o.Slice, o.Precision, o.CompareBudget
+			}
+		})
+		if ctx.Err() != nil {
+			return card, ctx.Err()
+		}
+		if i == 0 && o.Compare != nil && errors.Is(err, orchestrate.ErrConfig) {
+			return nil, err
+		}
+		switch {
+		case err != nil:
+		case o.Compare != nil && len(rep.SliceRuns) > 0:
+			card.Kinds = append(card.Kinds, KindCost{Kind: string(k), Slices: rep.SliceRuns[0]})
+		case o.Compare == nil && len(rep.Steps) > 0:
+			card.Kinds = append(card.Kinds, KindCost{Kind: string(k), Step: rep.Steps[0]})
+		}
+	}
+	if card.Capacity, _ = section("capacity", func(c *orchestrate.Config) {
+		c.Rates, c.FindMax = []float64{o.MinRate, o.MaxRate}, true
+	}); ctx.Err() != nil {
+		return card, ctx.Err()
+	}
+	if card.Max, _ = section("max-rate", func(c *orchestrate.Config) {
+		c.Rates = []float64{orchestrate.RateMax}
+		c.Duration = min(o.Duration, 15*time.Second)
+	}); ctx.Err() != nil {
+		return card, ctx.Err()
+	}
+	if o.Perf {
+		dir := filepath.Join(o.Out, "errors-perf")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return card, fmt.Errorf("relayreport: %w", err)
+		}
+		if card.Errors, _ = section("errors-perf", func(c *orchestrate.Config) {
+			c.Builds = builds[:1]
+			c.Rates = []float64{200}
+			c.Mix = pool.Mix{pool.KindError: 1}
+			c.Perf = filepath.Join(dir, "relay.perf.data")
+		}); ctx.Err() != nil {
+			return card, ctx.Err()
+		}
+	}
+	return card, nil
+}
+
+// defaults fills o's zero fields and checks the comparison's own options.
+// Errors are *configerr.Error naming Options fields.
+func (o *Options) defaults() error {
 	if o.Duration == 0 {
 		o.Duration = 30 * time.Second
 	}
@@ -96,78 +220,58 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	card := &Card{Started: time.Now()}
-	defer func() { card.Took = time.Since(card.Started) }()
-	base := orchestrate.Config{
-		Builds: []orchestrate.Build{{Name: "relay", Bin: o.RelayBin}}, Duration: o.Duration, Log: o.Log,
-		Warmup: o.Warmup, Idle: o.Idle, Seed: 1, RelayConfig: o.RelayConfig, PoolSize: o.PoolSize,
-		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer},
+	if o.BaselineName == "" {
+		o.BaselineName = "relay"
 	}
-	section := func(name string, mod func(*orchestrate.Config)) (*orchestrate.Report, error) {
-		cfg := base
-		mod(&cfg)
-		fmt.Fprintf(o.Log, "== %s\n", name)
-		rep, err := orchestrate.Run(ctx, cfg)
-		if rep != nil {
-			if len(rep.Setup.Builds) > 0 {
-				card.Relay = rep.Setup.Builds[0]
-			}
-			if _, werr := report.Write(filepath.Join(o.Out, name), rep); werr != nil {
-				card.Notes = append(card.Notes, fmt.Sprintf("%s: writing its report: %v", name, werr))
-			}
-		}
-		if err != nil && ctx.Err() == nil {
-			card.Notes = append(card.Notes, fmt.Sprintf("%s: %v", name, err))
-		}
-		return rep, err
+	if o.Kinds == nil {
+		o.Kinds = Kinds
 	}
+	if o.Compare == nil {
+		return nil
+	}
+	if o.Slice == 0 {
+		o.Slice = orchestrate.DefaultSlice
+	}
+	if o.CompareBudget == 0 {
+		o.CompareBudget = DefaultCompareBudget
+	}
+	switch {
+	case o.Compare.Bin == "":
+		return configerr.Errorf("Compare", "build %q has no binary", o.Compare.Name)
+	case o.Compare.Name == "":
+		return configerr.New("Compare", "the build has no name")
+	case o.Compare.Name == o.BaselineName:
+		return configerr.New("Compare", "the build's name is %s's; give it another", "BaselineName")
+	}
+	return nil
+}
 
-	for _, k := range Kinds {
-		rep, err := section("kind-"+string(k), func(c *orchestrate.Config) {
-			c.Rates = []float64{o.KindRate}
-			c.Mix = pool.Mix{k: 1}
-		})
-		if ctx.Err() != nil {
-			return card, ctx.Err()
-		}
-		if err == nil && len(rep.Steps) > 0 {
-			card.Kinds = append(card.Kinds, KindCost{Kind: string(k), Step: rep.Steps[0]})
-		}
-	}
-	if card.Capacity, _ = section("capacity", func(c *orchestrate.Config) {
-		c.Rates, c.FindMax = []float64{o.MinRate, o.MaxRate}, true
-	}); ctx.Err() != nil {
-		return card, ctx.Err()
-	}
-	if card.Max, _ = section("max-rate", func(c *orchestrate.Config) {
-		c.Rates = []float64{orchestrate.RateMax}
-		c.Duration = min(o.Duration, 15*time.Second)
-	}); ctx.Err() != nil {
-		return card, ctx.Err()
-	}
-	if o.Perf {
-		dir := filepath.Join(o.Out, "errors-perf")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return card, fmt.Errorf("relayreport: %w", err)
-		}
-		if card.Errors, _ = section("errors-perf", func(c *orchestrate.Config) {
-			c.Rates = []float64{200}
-			c.Mix = pool.Mix{pool.KindError: 1}
-			c.Perf = filepath.Join(dir, "relay.perf.data")
-		}); ctx.Err() != nil {
-			return card, ctx.Err()
-		}
-	}
-	return card, nil
+// headed writes head before the first write to w.
+type headed struct {
+	w    io.Writer
+	head string
+	once sync.Once
+}
+
+func (h *headed) Write(p []byte) (int, error) {
+	h.once.Do(func() { io.WriteString(h.w, h.head) })
+	return h.w.Write(p)
 }
 
 // Markdown writes the card as report.md.
 func (c *Card) Markdown(w io.Writer) {
-	fmt.Fprintf(w, "# What Relay costs: %s\n\n", c.Relay.Version)
-	fmt.Fprintf(w, "Measured with relayload against `%s` (%s), on this machine, %s; took %s. Every figure is from a real Relay; each section's full report (results.json, charts) is in its own directory.\n",
-		c.Relay.Bin, c.Relay.Version, c.Started.UTC().Format("2006-01-02 15:04 UTC"), c.Took.Round(time.Second))
+	if c.Compared != nil {
+		c.compareHeader(w)
+	} else {
+		fmt.Fprintf(w, "# What Relay costs: %s\n\n", c.Relay.Version)
+		fmt.Fprintf(w, "Measured with relayload against `%s` (%s), on this machine, %s; took %s. Every figure is from a real Relay; each section's full report (results.json, charts) is in its own directory.\n",
+			c.Relay.Bin, c.Relay.Version, c.Started.UTC().Format("2006-01-02 15:04 UTC"), c.Took.Round(time.Second))
+	}
 
-	if len(c.Kinds) > 0 {
+	switch {
+	case c.Compared != nil:
+		c.kindsCompared(w)
+	case len(c.Kinds) > 0:
 		rate := c.Kinds[0].Step.Rate
 		fmt.Fprintf(w, "\n## Cost per envelope, one kind at a time (%s/s)\n\n", report.Num(rate))
 		t := report.NewTable("kind", ">CPU per envelope", ">Relay cores", ">forwarded/s", ">p99 ms", ">signature p50", ">signature p99", "verdict", ">load 1m")
@@ -181,7 +285,10 @@ func (c *Card) Markdown(w io.Writer) {
 		fmt.Fprintln(w, "\nCPU per envelope: Relay's CPU time from blast's start until forwarding settled, idle subtracted, divided by the envelopes it forwarded. A kind Relay cannot keep up with at this rate still gets its true cost (it is not divided by what Relay merely accepted). signature: Relay's own `signature.create.duration` timer (StatsD), the Ed25519 signature on every request it sends upstream.")
 	}
 
-	if c.Capacity != nil {
+	switch {
+	case c.Compared != nil && c.Capacity != nil:
+		c.capacityCompared(w)
+	case c.Capacity != nil:
 		fmt.Fprintln(w, "\n## Mixed traffic: the highest rate Relay keeps up with")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, report.Headline(c.Capacity))
@@ -192,7 +299,7 @@ func (c *Card) Markdown(w io.Writer) {
 				fmt.Sprintf("%+.0f/s", st.Steady.BacklogGrowth), fmt.Sprintf("%.2f ms", st.CPU.MsPerEnv), fmt.Sprintf("%+.1f MiB/s", st.Steady.RSSSlope), st.Verdict)
 		}
 		t.Write(w)
-		if st := firstBehind(c.Capacity); st != nil {
+		if st := firstBehind(c.Capacity, ""); st != nil {
 			fmt.Fprintf(w, "\nThe backlog at %s/s, second by second (accepted − forwarded since blast started):\n\n", report.Num(st.Rate))
 			t := report.NewTable(">s", ">accepted", ">forwarded", ">backlog", ">RSS MiB")
 			for _, p := range st.Seconds {
@@ -205,21 +312,35 @@ func (c *Card) Markdown(w io.Writer) {
 	}
 
 	if c.Max != nil && len(c.Max.Steps) > 0 {
-		st := c.Max.Steps[0]
 		fmt.Fprintln(w, "\n## Sent as fast as possible")
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "%d senders, back to back: Relay accepted %s/s and forwarded %s/s; its RSS grew %+.0f MiB/s to a peak of %s.",
-			st.Concurrency, report.Num(st.Steady.AcceptedRate), report.Num(st.Steady.ForwardedRate), st.Steady.RSSSlope, mib(st.Memory.PeakRSS))
-		if st.StoppedEarly != "" {
-			fmt.Fprintf(w, " %s.", st.StoppedEarly)
+		steps := c.Max.Steps[:1]
+		if c.Compared != nil {
+			steps = c.Max.Steps
 		}
-		fmt.Fprintln(w)
+		for _, st := range steps {
+			if c.Compared != nil {
+				fmt.Fprintf(w, "- %s: ", st.Build)
+			}
+			fmt.Fprintf(w, "%d senders, back to back: Relay accepted %s/s and forwarded %s/s; its RSS grew %+.0f MiB/s to a peak of %s.",
+				st.Concurrency, report.Num(st.Steady.AcceptedRate), report.Num(st.Steady.ForwardedRate), st.Steady.RSSSlope, mib(st.Memory.PeakRSS))
+			if st.StoppedEarly != "" {
+				fmt.Fprintf(w, " %s.", st.StoppedEarly)
+			}
+			fmt.Fprintln(w)
+		}
+		if c.Compared != nil {
+			fmt.Fprintln(w, "\nOne step of each build: no interval; a difference here is a lead to measure, not a verdict.")
+		}
 	}
 
 	if c.Errors != nil && len(c.Errors.Steps) > 0 {
 		st := c.Errors.Steps[0]
 		fmt.Fprintln(w, "\n## Where an error's time goes (perf, errors at 200/s)")
 		fmt.Fprintln(w)
+		if c.Compared != nil {
+			fmt.Fprintf(w, "Recorded for the baseline, %s, only.\n\n", c.Relay.Name)
+		}
 		switch {
 		case st.Perf == nil:
 			fmt.Fprintln(w, "No recording was made.")
@@ -261,13 +382,13 @@ func (c *Card) Markdown(w io.Writer) {
 	}
 }
 
-// firstBehind is the lowest-rate step that fell behind with a growing
-// backlog, if any.
-func firstBehind(rep *orchestrate.Report) *orchestrate.Step {
+// firstBehind is the lowest-rate step (of build, unless "") that fell
+// behind with a growing backlog, if any.
+func firstBehind(rep *orchestrate.Report, build string) *orchestrate.Step {
 	steps := slices.Clone(rep.Steps)
 	slices.SortFunc(steps, func(a, b *orchestrate.Step) int { return int(a.Rate - b.Rate) })
 	for _, st := range steps {
-		if st.Verdict == orchestrate.VerdictFellBehind && st.Steady.BacklogGrowth > 0 && len(st.Seconds) > 0 {
+		if (build == "" || st.Build == build) && st.Verdict == orchestrate.VerdictFellBehind && st.Steady.BacklogGrowth > 0 && len(st.Seconds) > 0 {
 			return st
 		}
 	}
