@@ -330,15 +330,17 @@ func (s *step) alive() error {
 	return nil
 }
 
-// startSampler prepares to sample Relay (or, for the harness, orchestrate
-// itself) from procfs.
+// startSampler prepares to sample Relay's process tree (a wrapper script
+// and the Relay it runs: see relayproc.NewTreeSampler) or, for the
+// harness, orchestrate itself from procfs.
 func (s *step) startSampler() error {
-	pid := os.Getpid()
-	if s.proc != nil {
-		pid = s.proc.PID()
-	}
 	var err error
-	if s.sampler, err = relayproc.NewSampler(pid); err != nil {
+	if s.proc != nil {
+		s.sampler, err = relayproc.NewTreeSampler(s.proc.PID())
+	} else {
+		s.sampler, err = relayproc.NewSampler(os.Getpid())
+	}
+	if err != nil {
 		return err
 	}
 	if s.harness {
@@ -507,17 +509,17 @@ func (w *window) begin() {
 	if s.cfg.PerfHarness {
 		// perf takes a while to attach: both start at once.
 		wg.Go(func() {
-			w.startPerf(s.r.perf.startHarness, os.Getpid(), harnessPerfFile(file), &s.st.HarnessPerf, &w.harnessPerf)
+			w.startPerf(s.r.perf.startHarness, []int{os.Getpid()}, harnessPerfFile(file), &s.st.HarnessPerf, &w.harnessPerf)
 		})
 	}
-	w.startPerf(s.r.perf.start, s.sampler.PID(), file, &s.st.Perf, &w.perf)
+	w.startPerf(s.r.perf.start, s.sampler.PIDs(), file, &s.st.Perf, &w.perf)
 	wg.Wait()
 }
 
-// startPerf records pid into file: the running recording goes to *run, or
+// startPerf records pids into file: the running recording goes to *run, or
 // the record of a failed (or too late) start to *rec.
-func (w *window) startPerf(start func(int, string) (*perfRun, error), pid int, file string, rec **PerfRecord, run **perfRun) {
-	p, err := start(pid, file)
+func (w *window) startPerf(start func([]int, string) (*perfRun, error), pids []int, file string, rec **PerfRecord, run **perfRun) {
+	p, err := start(pids, file)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -686,7 +688,7 @@ func (s *step) stop() error {
 		st.RusageMaxRSS = 0 // orchestrate's own process: no exit
 		return nil
 	}
-	if ru, hwm := st.RusageMaxRSS, st.PeakRSS; ru > 0 && hwm > 0 {
+	if ru, hwm := st.RusageMaxRSS, st.PeakRSS; ru > 0 && hwm > 0 && s.treeMembers() == 1 {
 		// getrusage also covers shutdown and the pre-exec image, which is
 		// orchestrate's own memory (see relayproc.StopResult.MaxRSS): it
 		// may exceed VmHWM by that much, and is never below it.
@@ -709,8 +711,7 @@ func (s *step) stopRelay(grace time.Duration) {
 	res := s.proc.Stop(grace)
 	s.stopped = true
 	s.st.Shutdown = Shutdown{Took: res.Took, Killed: res.Killed, Exit: res.Exit}
-	s.st.Memory.RusageMaxRSS = res.MaxRSS
-	s.st.CPU.UserSecs, s.st.CPU.SystemSecs = res.UserTime.Seconds(), res.SystemTime.Seconds()
+	stopTotals(s.st, res, s.treeMembers())
 }
 
 // collect turns what the phases recorded into the step's figures: what

@@ -248,17 +248,19 @@ const killWait = 2 * time.Second
 const treePoll = 20 * time.Millisecond
 
 // signalTree sends sig to the process group and to each member of the
-// tree outside it.
+// tree outside it (once each: Relay exits at once on a second SIGTERM).
 func (p *Process) signalTree(sig syscall.Signal) {
 	_ = syscall.Kill(-p.PID(), sig)
-	for _, pid := range p.liveTree() {
-		_ = syscall.Kill(pid, sig)
+	for _, m := range p.liveTree() {
+		if m.pgrp != p.PID() {
+			_ = syscall.Kill(m.pid, sig)
+		}
 	}
 }
 
 // liveTree is the tree's members that have not exited, the process itself
 // included while it runs.
-func (p *Process) liveTree() []int {
+func (p *Process) liveTree() []treeStat {
 	fs, err := procfs.NewFS(procfs.DefaultMountPoint)
 	if err != nil {
 		return nil

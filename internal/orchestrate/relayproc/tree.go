@@ -86,17 +86,17 @@ func inTree(all map[int]treeStat, st treeStat, root int) bool {
 	return false
 }
 
-// liveMembers are the pids of root's tree that have not exited (zombies,
-// which hold neither CPU nor memory, left out).
-func liveMembers(fs procfs.FS, root int) []int {
+// liveMembers are the members of root's tree that have not exited
+// (zombies, which hold neither CPU nor memory, left out).
+func liveMembers(fs procfs.FS, root int) []treeStat {
 	members, err := scanTree(fs, root)
 	if err != nil {
 		return nil
 	}
-	var out []int
+	var out []treeStat
 	for _, m := range members {
 		if !m.zombie {
-			out = append(out, m.pid)
+			out = append(out, m)
 		}
 	}
 	return out
@@ -177,10 +177,13 @@ func (t *tree) read() (cpu float64, rss uint64, err error) {
 func (t *tree) pids() []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.last) == 0 {
-		return liveMembers(t.fs, t.root)
-	}
 	out := []int{}
+	if len(t.last) == 0 {
+		for _, m := range liveMembers(t.fs, t.root) {
+			out = append(out, m.pid)
+		}
+		return out
+	}
 	for pid, m := range t.last {
 		if !m.zombie && pid != t.root {
 			out = append(out, pid)

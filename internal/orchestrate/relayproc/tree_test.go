@@ -129,11 +129,14 @@ func TestStopKillsTheTreeAfterGrace(t *testing.T) {
 
 func liveTree(t *testing.T, p *Process) []int {
 	t.Helper()
-	m := p.liveTree()
-	if !slices.Contains(m, p.PID()) {
-		t.Fatalf("tree %v misses the process %d", m, p.PID())
+	var pids []int
+	for _, m := range p.liveTree() {
+		pids = append(pids, m.pid)
 	}
-	return m
+	if !slices.Contains(pids, p.PID()) {
+		t.Fatalf("tree %v misses the process %d", pids, p.PID())
+	}
+	return pids
 }
 
 // zombie is whether pid has exited but not been reaped (an orphan whose
