@@ -55,7 +55,7 @@ func (r *runner) note(s string) {
 // and no report. Failed steps do not stop the sweep; Report.Failed counts
 // them.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	r, err := newRunner(ctx, cfg)
+	r, err := newRunner(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +69,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Finished = time.Now()
 		rep.Notes = append(rep.Notes, r.notes...)
 	}()
+	if err := r.probeVersions(ctx); err != nil {
+		rep.Interrupted = true
+		return rep, err
+	}
 	cleanup, err := r.prepare(ctx, rep)
 	defer cleanup()
 	if err != nil {
@@ -87,9 +91,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// newRunner validates cfg, checks the builds are executables and asks each
-// for its version.
-func newRunner(ctx context.Context, cfg Config) (*runner, error) {
+// newRunner validates cfg and checks the builds are executables.
+func newRunner(cfg Config) (*runner, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -98,25 +101,39 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 		cfg.Log = io.Discard
 	}
 	r := &runner{cfg: cfg}
-	for i, b := range cfg.Builds {
+	for _, b := range cfg.Builds {
 		if b.Bin == "" {
 			continue
 		}
 		if st, err := os.Stat(b.Bin); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			return nil, configerr.Errorf("Builds", "build %s: %s is not an executable file", b.Name, b.Bin)
 		}
-		v := probeVersion(ctx, b.Bin)
-		cfg.Builds[i].Version = v
-		if !strings.HasPrefix(v, "relay ") {
-			// Relay answers --version with "relay <version>" (26.4.0: "relay 26.4.0").
-			r.notes = append(r.notes, fmt.Sprintf("build %s answers --version with %q, not \"relay <version>\": it may not be Relay, and its figures may not be Relay's", b.Name, v))
-		}
 	}
-	r.cfg = cfg
 	if cfg.RelayCPUs != "" {
 		r.threads, _ = CountCPUs(cfg.RelayCPUs)
 	}
 	return r, nil
+}
+
+// probeVersions asks each build for its version (bounded: see
+// relayproc.ProbeVersion); the error is ctx's when it ended meanwhile.
+// The report's builds share r.cfg.Builds' array, so they show the versions.
+func (r *runner) probeVersions(ctx context.Context) error {
+	for i, b := range r.cfg.Builds {
+		if b.Bin == "" {
+			continue
+		}
+		v, err := relayproc.ProbeVersion(ctx, b.Bin, versionTimeout)
+		if err != nil {
+			return err
+		}
+		r.cfg.Builds[i].Version = v
+		if !strings.HasPrefix(v, "relay ") {
+			// Relay answers --version with "relay <version>" (26.4.0: "relay 26.4.0").
+			r.note(fmt.Sprintf("build %s answers --version with %q, not \"relay <version>\": it may not be Relay, and its figures may not be Relay's", b.Name, v))
+		}
+	}
+	return nil
 }
 
 // newReport starts the report with what shapes the numbers.
