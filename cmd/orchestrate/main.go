@@ -69,6 +69,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.base, g.thresholds, err = o.gate()
 		g.path = o.baseline
 	}
+	if err == nil && o.out != "" {
+		// Before anything runs: a sweep's results are not lost to an
+		// --out that cannot be written.
+		if cerr := report.CheckDir(o.out); cerr != nil {
+			err = cli.Usagef("--out: %w", cerr)
+		}
+	}
 	if err != nil {
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}

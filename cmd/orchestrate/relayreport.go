@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/relayreport"
+	"github.com/relayload/relayload/internal/report"
 )
 
 const relayReportUsage = `orchestrate relay-report: cost per kind, mixed capacity, max rate, perf of errors and
@@ -54,6 +54,11 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 	default:
 		err = cli.Positive("--duration", *duration)
 	}
+	if err == nil {
+		if cerr := report.CheckDir(*out); cerr != nil {
+			err = cli.Usagef("--out: %w", cerr)
+		}
+	}
 	var overrides relayconfig.Config
 	if err == nil && *conf != "" {
 		if overrides, err = relayconfig.LoadOverrides(*conf); err != nil {
@@ -83,15 +88,11 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 	return cli.OK
 }
 
-// writeCard writes report.md into dir and to stdout.
+// writeCard writes report.md into dir (whole or not at all) and to stdout.
 func writeCard(card *relayreport.Card, dir string, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "report.md"))
-	if err != nil {
-		return err
-	}
-	card.Markdown(io.MultiWriter(f, stdout))
-	return f.Close()
+	card.Markdown(stdout)
+	return report.WriteFile(filepath.Join(dir, "report.md"), func(w io.Writer) error {
+		card.Markdown(w)
+		return nil
+	})
 }

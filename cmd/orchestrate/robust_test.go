@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -69,5 +71,30 @@ func TestSignalDuringVersionProbe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An --out that cannot be a directory is refused before anything runs:
+// exit 2 and one line, no pool built, no step run.
+func TestOutCheckedBeforeTheRun(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "results")
+	if err := os.WriteFile(file, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ out, want string }{
+		{file, "--out: " + file + " is a file, not a directory (see --help)"},
+		{filepath.Join(file, "run1"), "--out: cannot make directory " + filepath.Join(file, "run1") + ": " + file + ": not a directory (see --help)"},
+	} {
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := run([]string{"--rates", "100", "--duration", "1s", "--pool", "50", "--projects", "5", "--out", tc.out}, &stdout, &stderr)
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if code != 2 || len(lines) != 1 || lines[0] != "orchestrate: "+tc.want {
+			t.Errorf("--out %s: exit %d, stderr %q; want exit 2 and %q", tc.out, code, stderr.String(), "orchestrate: "+tc.want)
+		}
+		if stdout.Len() != 0 || time.Since(start) > 2*time.Second {
+			t.Errorf("--out %s: ran for %v first:\n%s", tc.out, time.Since(start), stdout.String())
+		}
 	}
 }
