@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/report"
 	"github.com/relayload/relayload/internal/testutil"
 )
 
@@ -97,4 +101,79 @@ func TestOutCheckedBeforeTheRun(t *testing.T) {
 			t.Errorf("--out %s: ran for %v first:\n%s", tc.out, time.Since(start), stdout.String())
 		}
 	}
+}
+
+// A step whose Relay is SIGKILLed mid-window fails, and report.md says
+// what results.json says of it: what blast sent and had accepted until
+// then, and what reached the fake upstream, not zeros.
+func TestFailedStepOneTruth(t *testing.T) {
+	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
+	dir := t.TempDir()
+	killer := filepath.Join(dir, "killer.sh")
+	if err := os.WriteFile(killer, []byte(fmt.Sprintf(`#!/bin/sh
+[ "$1" = --version ] && exec %[1]q "$@"
+%[1]q "$@" &
+child=$!
+trap 'kill -TERM $child; wait $child; exit 0' TERM
+sleep 3
+kill -KILL $child
+exit 137
+`, relay)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "overrides.yml")
+	if err := os.WriteFile(conf, []byte("limits: {shutdown_timeout: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--relay-bin", killer, "--relay-config", conf, "--rates", "200", "--duration", "5s", "--warmup", "500ms",
+		"--idle", "500ms", "--pool", "200", "--projects", "5", "--out", out, "--quiet"}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (a failed step)\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep orchestrate.Report
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Steps) != 1 || len(rep.Summary) != 1 {
+		t.Fatalf("results.json: %v, %d steps", err, len(rep.Steps))
+	}
+	st, p := rep.Steps[0], rep.Summary[0]
+	if !st.Failed || st.Sent == 0 || st.OK == 0 || st.Upstream.Forwarded == 0 {
+		t.Fatalf("step: failed %v, sent %d, ok %d, forwarded %d: want a failure after blast sent", st.Failed, st.Sent, st.OK, st.Upstream.Forwarded)
+	}
+	if p.AchievedRate != st.AchievedRate || p.AcceptedRate != st.AcceptedRate {
+		t.Errorf("summary sent/s %.1f accepted/s %.1f, step's %.1f and %.1f", p.AchievedRate, p.AcceptedRate, st.AchievedRate, st.AcceptedRate)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := perRateRow(t, string(md))
+	if row[1] != report.Num(st.AchievedRate) || row[2] != report.Num(st.AcceptedRate) {
+		t.Errorf("report.md per rate: sent/s %q accepted/s %q; results.json: %s and %s", row[1], row[2], report.Num(st.AchievedRate), report.Num(st.AcceptedRate))
+	}
+	want := fmt.Sprintf("Until then blast sent %s requests in the measured window (%s/s), %s accepted; from blast's start (its warm-up included) the fake upstream received %s data envelopes.",
+		report.Num(float64(st.Sent)), report.Num(st.AchievedRate), report.Num(float64(st.OK)), report.Num(float64(st.Upstream.Forwarded)))
+	if !strings.Contains(string(md), want) {
+		t.Errorf("report.md's failed step lacks %q:\n%s", want, md)
+	}
+}
+
+// perRateRow is the first row of report.md's per-rate table, its cells
+// trimmed.
+func perRateRow(t *testing.T, md string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(md, "## Per rate\n\n")
+	lines := strings.Split(rest, "\n")
+	if !ok || len(lines) < 3 {
+		t.Fatalf("no per-rate table in:\n%s", md)
+	}
+	var cells []string
+	for _, c := range strings.Split(strings.Trim(lines[2], "|"), "|") {
+		cells = append(cells, strings.TrimSpace(c))
+	}
+	return cells
 }

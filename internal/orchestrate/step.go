@@ -114,11 +114,11 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	for _, ph := range s.phases() {
 		if err := ph.run(); err != nil {
 			s.fail(ph.name, err)
-			if ctx.Err() != nil && s.res != nil {
-				// Interrupted after blast ran: keep what was measured (the
-				// step is marked partial and judged by nobody).
+			if s.res != nil {
+				// Failed or interrupted after blast ran: keep what was
+				// measured, judged by nobody (interrupted: marked partial).
 				s.collect()
-				st.Partial = true
+				st.Partial = ctx.Err() != nil
 			}
 			return
 		}

@@ -592,6 +592,10 @@ func (pg *page) failed() {
 		pg.h("Failed steps")
 		for _, st := range failed {
 			fmt.Fprintf(w, "Step %d (%s, %s): %s\n", st.Index, st.Build, rateLabel(st), st.Error)
+			if st.Sent > 0 {
+				fmt.Fprintf(w, "Until then blast sent %s requests in the measured window (%s/s), %s accepted; from blast's start (its warm-up included) the fake upstream received %s data envelopes.\n",
+					Num(float64(st.Sent)), Num(st.AchievedRate), Num(float64(st.OK)), Num(float64(st.Upstream.Forwarded)))
+			}
 			if st.LogTail != "" {
 				if md {
 					fmt.Fprintf(w, "\n```\n%s\n```\n\n", st.LogTail)
