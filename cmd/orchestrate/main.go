@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/report"
 )
 
@@ -82,7 +83,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !o.quiet {
 		cfg.Log = stderr
 	}
+	warnRelayConfig("orchestrate", cfg.RelayConfig, stderr)
 	return sweep(cfg, g, o.out, o.quiet, stdout, stderr)
+}
+
+// warnRelayConfig warns on stderr of --relay-config's top-level keys that
+// are not Relay's config sections: Relay ignores them without a word.
+func warnRelayConfig(prog string, c relayconfig.Config, stderr io.Writer) {
+	for _, k := range relayconfig.UnknownSections(c) {
+		fmt.Fprintf(stderr, "%s: warning: --relay-config: %s\n", prog, relayconfig.UnknownSection(k))
+	}
 }
 
 // gate is --baseline and --fail-on.

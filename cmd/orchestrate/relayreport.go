@@ -68,6 +68,7 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cli.Exit(prog, err, stderr, nil)
 	}
+	warnRelayConfig(prog, overrides, stderr)
 	o := relayreport.Options{RelayBin: *relayBin, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf, Log: stderr, RelayConfig: overrides}
 	if *quiet {
 		o.Log = io.Discard

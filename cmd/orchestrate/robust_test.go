@@ -177,3 +177,24 @@ func perRateRow(t *testing.T, md string) []string {
 	}
 	return cells
 }
+
+// A --relay-config with a typo'd top-level key (Relay ignores unknown
+// keys without a word) is warned about before the run, and the report
+// notes it.
+func TestRelayConfigTypoWarned(t *testing.T) {
+	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
+	conf := filepath.Join(t.TempDir(), "overrides.yml")
+	if err := os.WriteFile(conf, []byte("relya:\n  port: 3001\nlimits: {shutdown_timeout: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--relay-bin", relay, "--relay-config", conf, "--rates", "50", "--duration", "1s", "--warmup", "200ms",
+		"--idle", "0s", "--pool", "50", "--projects", "5", "--quiet"}, &stdout, &stderr)
+	want := `top-level key "relya" is not one of Relay 26.4.0's config sections, and Relay ignores it (did you mean "relay"?)`
+	if code != 0 || !strings.HasPrefix(stderr.String(), "orchestrate: warning: --relay-config: "+want+"\n") {
+		t.Errorf("exit %d, stderr %q: want a warning first", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("the report does not note it:\n%s", stdout.String())
+	}
+}

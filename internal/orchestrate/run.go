@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/configerr"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/internal/statsd"
@@ -69,6 +70,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Finished = time.Now()
 		rep.Notes = append(rep.Notes, r.notes...)
 	}()
+	for _, k := range relayconfig.UnknownSections(r.cfg.RelayConfig) {
+		r.note("the Relay config overrides' " + relayconfig.UnknownSection(k))
+	}
 	if err := r.probeVersions(ctx); err != nil {
 		rep.Interrupted = true
 		return rep, err
