@@ -198,3 +198,19 @@ func TestRelayConfigTypoWarned(t *testing.T) {
 		t.Errorf("the report does not note it:\n%s", stdout.String())
 	}
 }
+
+// Every step failed because the binary is not Relay: the headline says so
+// and why, instead of a verdict that it did not keep up.
+func TestHeadlineEveryStepFailed(t *testing.T) {
+	bin, err := filepath.Abs("testdata/notrelay.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--relay-bin", bin, "--rates", "100,200", "--duration", "1s", "--pool", "50", "--projects", "5", "--quiet"}, &stdout, &stderr)
+	headline, _, _ := strings.Cut(stdout.String(), "\n")
+	want := "baseline: every step failed: relay did not become ready: process exited before becoming ready: exited with status 2 (see Failed steps)."
+	if code != 1 || headline != want {
+		t.Errorf("exit %d, headline %q; want exit 1 and %q\nstderr: %s", code, headline, want, stderr.String())
+	}
+}

@@ -54,6 +54,9 @@ func Headline(rep *orchestrate.Report) string {
 			line = name + ": nothing was measured."
 		case rate == 0 && rep.Interrupted && verdicts[orchestrate.VerdictKeptUp]+verdicts[orchestrate.VerdictFellBehind]+verdicts[orchestrate.VerdictHarnessLimited] == 0:
 			line = name + ": interrupted before any step was judged; no verdict. What was measured is below, marked partial."
+		case steps > 0 && verdicts[orchestrate.VerdictFailed] == steps:
+			// A failure is not a verdict: say why, not that it fell behind.
+			line = fmt.Sprintf("%s: every step failed: %s (see Failed steps).", name, firstError(rep, b.Name))
 		case fm != nil && fm.KeptUp == 0 && fm.FellBehind == 0:
 			line = fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped)
 		case rate == 0 && steps > 0 && maxSteps == steps:
@@ -101,6 +104,16 @@ func Headline(rep *orchestrate.Report) string {
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// firstError is the error of the build's first failed step.
+func firstError(rep *orchestrate.Report, build string) string {
+	for _, st := range rep.Steps {
+		if st.Build == build && st.Failed {
+			return st.Error
+		}
+	}
+	return ""
 }
 
 // lowestRate is the lowest target rate tried, leaving out RateMax.
