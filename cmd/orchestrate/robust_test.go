@@ -214,3 +214,36 @@ func TestHeadlineEveryStepFailed(t *testing.T) {
 		t.Errorf("exit %d, headline %q; want exit 1 and %q\nstderr: %s", code, headline, want, stderr.String())
 	}
 }
+
+// orchestrate SIGKILLed mid-blast leaves its work directory; the next run
+// with the same TMPDIR removes it.
+func TestSIGKILLedRunCleanedByNext(t *testing.T) {
+	orch := testutil.Build(t, "github.com/relayload/relayload/cmd/orchestrate")
+	tmp := t.TempDir()
+	args := []string{"--rates", "200", "--duration", "2s", "--warmup", "200ms", "--idle", "0s", "--pool", "50", "--projects", "5"}
+	cmd := exec.Command(orch, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stderr testutil.Output
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !stderr.WaitFor("  blast ", 30*time.Second) {
+		_ = cmd.Process.Kill()
+		t.Fatalf("no blast line:\n%s", stderr.String())
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	left, _ := filepath.Glob(filepath.Join(tmp, "relayload-*"))
+	if len(left) != 1 {
+		t.Fatalf("after SIGKILL: %v, want the run's work directory", left)
+	}
+	next := exec.Command(orch, append(args, "--quiet")...)
+	next.Env = cmd.Env
+	if out, err := next.CombinedOutput(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, out)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left after the next run: %v", ents)
+	}
+}

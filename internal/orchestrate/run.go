@@ -191,8 +191,12 @@ func (r *runner) prepare(ctx context.Context, rep *Report) (cleanup func(), err 
 		}
 		undo = append(undo, func() { r.statsd.Close() })
 	}
-	if r.root, err = os.MkdirTemp(cfg.WorkDir, "relayload-"); err != nil {
+	var stale []string
+	if r.root, stale, err = makeWorkDir(cfg.WorkDir, cfg.Keep); err != nil {
 		return cleanup, err
+	}
+	for _, d := range stale {
+		r.logf("removed %s: the work directory of an earlier run that did not end", d)
 	}
 	if cfg.Keep {
 		r.note("work directory kept: " + r.root)
