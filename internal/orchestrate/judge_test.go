@@ -41,3 +41,31 @@ func TestJudgeTimeoutsAcceptedLater(t *testing.T) {
 		}
 	}
 }
+
+// The bisection of make demo (the harness on its own) judged its ceiling
+// step "kept up" while blast's schedule lag p99 was 7.9 ms, what blast
+// calls INVALID: a step whose load generator fell behind its schedule is
+// never the ceiling, measuring the harness or a Relay.
+func TestFindMaxLagIsNeverTheCeiling(t *testing.T) {
+	cfg := Config{MaxP99: time.Second, MaxCatchUp: 3 * time.Second, Rates: []float64{5000, 60000}, FindMaxProbes: 6}
+	for _, harness := range []bool{true, false} {
+		r := &runner{cfg: cfg}
+		fm := r.findMax(t.Context(), Build{Name: "x"}, func(_ Build, _ int, rate float64, _ bool) *Step {
+			// Blast keeps to its schedule up to 15,000/s, lags 7.9 ms above.
+			lag := 1.0
+			if rate > 15000 {
+				lag = 7.9
+			}
+			st := &Step{Rate: rate, Sent: int64(rate) * 3, OK: int64(rate) * 3, AchievedRate: rate, AcceptedRate: rate, LagP99: lag,
+				Drain: Drain{Settled: true}, Steady: Steady{ForwardedRate: rate, AcceptedRate: rate, Allowance: rate, Seconds: 3}}
+			judge(st, cfg, harness)
+			return st
+		})
+		if fm.KeptUp > 15000 || fm.KeptUp == 0 {
+			t.Errorf("harness %v: %+v: a step blast lagged on was taken as kept up with", harness, fm)
+		}
+		if !harness && !strings.Contains(fm.Stopped, "the load generator fell behind its schedule") {
+			t.Errorf("with a Relay: %+v, want the search stopped at the harness-limited step", fm)
+		}
+	}
+}
