@@ -22,12 +22,13 @@ func TestTargetDiesMidRun(t *testing.T) {
 	var n atomic.Int64
 	var once sync.Once
 	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if n.Add(1) == 100 {
 			once.Do(func() { go srv.Close() })
 		}
 	}))
+	srv.Start()
 	t.Cleanup(srv.Close)
 	stdout, stderr, code := runBlast(t, "--target", srv.URL, "--rate", "200", "--duration", "2s", "--pool", "30", "--timeout", "2s")
 	var reasons []string
