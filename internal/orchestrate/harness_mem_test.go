@@ -15,17 +15,16 @@ import (
 // step fails it). And a step's peak RSS must not include what earlier
 // steps left: it grew by ~60 MB a step at 1000/s, because the fake
 // upstream's body buffers piled up in its pool (upstream's
-// TestBodyBuffersBoundedByInflight holds that) and because the garbage of earlier steps
-// was still resident when the peak-RSS mark was reset.
+// TestBodyBuffersBoundedByInflight holds that) and because the garbage of
+// earlier steps was still resident when the peak-RSS mark was reset.
 //
 // The live heap is read once a step's goroutines have wound down and two
 // collections have emptied the sync.Pools: what a step leaves in them and
 // what its goroutines hold while they exit grow with the requests in
-// flight, so with the load on the machine (3 MB more after the third step
-// than before the first, once, on a loaded 2-CPU machine), and the runtime
-// reclaims them. Both readings are after a step, so what any step leaves
-// for a while (fasthttp's worker-pool cleaner keeps a closed server for up
-// to 10 s) and the one-time state a first step sets up are in both.
+// flight, so with the load on the machine, and the runtime reclaims them.
+// Both readings are after a step, so what any step leaves for a while
+// (fasthttp's worker-pool cleaner keeps a closed server for up to 10 s)
+// and the one-time state a first step sets up are in both.
 func TestHarnessMemoryFlat(t *testing.T) {
 	cfg := quick(400)
 	cfg.Rounds = 3
