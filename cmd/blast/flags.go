@@ -101,7 +101,7 @@ var mergeHelp = cli.Help{
 }
 
 // exitStatus ends --help.
-const exitStatus = `Exit status: 0 the run (or merged result) is valid; 1 it is INVALID (no request succeeded, more than 0.1% of slots dropped, schedule lag p99 over 5ms, or requests abandoned: the reasons are printed, the result still written) or blast failed; 2 bad usage (a flag, or result files that merge refuses: one given twice, overlapping shards, different schedules); 130 interrupted (the partial result is printed and written).`
+const exitStatus = `Exit status: 0 the run (or merged result) is valid; 1 it is INVALID (no request succeeded, more than 1% of requests unanswered (refused, reset, timed out), more than 0.1% of slots dropped, schedule lag p99 over 5ms, or requests abandoned: the reasons are printed, the result still written) or blast failed; 2 bad usage (a flag, or result files that merge refuses: one given twice, overlapping shards, different schedules); 130 interrupted (the partial result is printed and written).`
 
 // check parses and validates the flags.
 func (o *options) check() error {

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/pool"
@@ -100,11 +101,25 @@ func (o *options) buildPool(ctx context.Context, stdout, stderr io.Writer) (*poo
 		return nil, &cli.UsageError{Err: err}
 	}
 	t0 := time.Now()
-	p, err := pool.Build(ctx, pool.Options{
+	opts := pool.Options{
 		Seed: o.seed, Size: o.poolSize, Mix: o.mixV, Projects: ps, ZipfS: o.zipfS,
 		UserAgents: o.userAgents, UniqueUserAgents: o.uniqueUA, Encoding: o.encV, Now: time.Now(),
-	})
+	}
+	// Before building: the pool is allocated whole.
+	mem, err := blast.CheckPoolMemory(ctx, opts, o.dump != "", procfs.DefaultMountPoint)
+	if err == nil && os.Getenv("GOMEMLIMIT") == "" && mem.Limit != "" {
+		// The build's garbage is collected before the heap outgrows the
+		// machine (by default the heap may grow to twice what is live).
+		debug.SetMemoryLimit(mem.Available)
+	}
+	var p *pool.Pool
+	if err == nil {
+		p, err = pool.Build(ctx, opts)
+	}
 	if err != nil {
+		if errors.Is(err, blast.ErrConfig) {
+			return nil, err // too large for the memory there is
+		}
 		if ctx.Err() != nil {
 			return nil, err // interrupted while building
 		}

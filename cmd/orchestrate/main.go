@@ -21,6 +21,7 @@ import (
 
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/report"
 )
 
@@ -53,12 +54,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.base, g.thresholds, err = o.gate(cfg)
 		g.path = o.baseline
 	}
+	if err == nil && o.out != "" {
+		// Before anything runs: a sweep's results are not lost to an
+		// --out that cannot be written.
+		if cerr := report.CheckDir(o.out); cerr != nil {
+			err = cli.Usagef("--out: %w", cerr)
+		}
+	}
 	if err != nil {
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}
 	if !o.quiet {
 		cfg.Log = cli.WrapLines(stderr, cli.Width)
 	}
+	warnRelayConfig("orchestrate", cfg.RelayConfig, stderr)
 	return sweep(cfg, g, o.out, o.quiet, stdout, stderr)
 }
 
@@ -69,6 +78,14 @@ func names(paths []string) string {
 		n = append(n, filepath.Base(p))
 	}
 	return strings.Join(n, ", ")
+}
+
+// warnRelayConfig warns on stderr of --relay-config's top-level keys that
+// are not Relay's config sections: Relay ignores them without a word.
+func warnRelayConfig(prog string, c relayconfig.Config, stderr io.Writer) {
+	for _, k := range relayconfig.UnknownSections(c) {
+		fmt.Fprintln(stderr, cli.Wrap(prog+": warning: --relay-config: "+relayconfig.UnknownSection(k), cli.Width, "    "))
+	}
 }
 
 // gate is --baseline and --fail-on.

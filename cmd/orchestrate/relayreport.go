@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/relayreport"
+	"github.com/relayload/relayload/internal/report"
 )
 
 // relayReportHelp is orchestrate relay-report's --help.
@@ -79,6 +79,7 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		return cli.Exit(prog, err, stderr, relayReportFlags())
 	}
+	warnRelayConfig(prog, o.RelayConfig, stderr)
 	o.Log = stderr
 	if quiet {
 		o.Log = io.Discard
@@ -125,6 +126,7 @@ func relayReportOptions(args []string, stdout io.Writer) (relayreport.Options, b
 	if err := cli.Positive("--duration", *duration); err != nil {
 		return o, false, err
 	}
+
 	o = relayreport.Options{RelayBin: *relayBin, BaselineName: *relayName, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf}
 	if *conf != "" {
 		if o.RelayConfig, err = relayconfig.LoadOverrides(*conf); err != nil {
@@ -154,15 +156,11 @@ func relayReportFlags() map[string]string {
 	return m
 }
 
-// writeCard writes report.md into dir and to stdout.
+// writeCard writes report.md into dir (whole or not at all) and to stdout.
 func writeCard(card *relayreport.Card, dir string, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "report.md"))
-	if err != nil {
-		return err
-	}
-	card.Markdown(io.MultiWriter(f, stdout))
-	return f.Close()
+	card.Markdown(stdout)
+	return report.WriteFile(filepath.Join(dir, "report.md"), func(w io.Writer) error {
+		card.Markdown(w)
+		return nil
+	})
 }

@@ -26,6 +26,11 @@ const (
 const (
 	MaxDropFraction = 0.001                // dropped / scheduled
 	MaxLagP99       = 5 * time.Millisecond // schedule lag p99
+	// MaxNoAnswerFraction bounds the requests sent that got no answer at
+	// all (refused, reset, timed out): the latency percentiles cover only
+	// answered requests (any status), so beyond 1% even p99 says nothing
+	// of the run (a target that died mid-run).
+	MaxNoAnswerFraction = 0.01
 )
 
 // ErrConfig is matched (errors.Is) by every error caused by a bad Config;

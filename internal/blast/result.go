@@ -193,6 +193,20 @@ func (r *Result) finish() {
 	} else if r.OK == 0 {
 		reasons = append(reasons, fmt.Sprintf("no request succeeded: none of the %d sent got a 2xx response", r.Sent))
 	}
+	if r.Sent > 0 && r.OK > 0 {
+		var none int64
+		var classes []string
+		for _, c := range errorClasses {
+			if n := r.Errors[c]; n > 0 {
+				none += n
+				classes = append(classes, fmt.Sprintf("%s %d", c, n))
+			}
+		}
+		if float64(none) > MaxNoAnswerFraction*float64(r.Sent) {
+			reasons = append(reasons, fmt.Sprintf("%d of %d requests (%.1f%% > %.0f%%) got no answer (%s): the latency percentiles cover only the %d answered",
+				none, r.Sent, 100*float64(none)/float64(r.Sent), 100*MaxNoAnswerFraction, strings.Join(classes, ", "), r.Sent-none))
+		}
+	}
 	if r.Scheduled > 0 && float64(r.Dropped) > MaxDropFraction*float64(r.Scheduled) {
 		reasons = append(reasons, fmt.Sprintf("dropped %d of %d slots (%.2f%% > %.1f%%): in-flight limit reached; raise --max-inflight or lower --rate",
 			r.Dropped, r.Scheduled, 100*float64(r.Dropped)/float64(r.Scheduled), 100*MaxDropFraction))

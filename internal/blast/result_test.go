@@ -258,29 +258,37 @@ func FuzzParseResult(f *testing.F) {
 	})
 }
 
-// finish marks a run invalid above 0.1% drops or 5 ms lag p99, or when no
-// request succeeded (and only then), and the summary says so.
+// finish marks a run invalid above 0.1% drops, 5 ms lag p99 or 1% of
+// requests unanswered, or when no request succeeded, and the summary says
+// so; answers of any status are answers.
 func TestValidity(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		scheduled, drops int64
-		failed           int64         // sent requests without a 2xx
-		lag              time.Duration // every request's lag
-		invalid          string        // substring of the reason; "" = valid
+		failed           int64            // sent requests without a 2xx
+		noAnswer         map[string]int64 // of those, the ones without an answer
+		lag              time.Duration    // every request's lag
+		invalid          string           // substring of the reason; "" = valid
 	}{
-		{"clean", 10000, 0, 0, time.Millisecond, ""},
-		{"drops at the limit", 10000, 10, 0, time.Millisecond, ""},
-		{"drops over the limit", 10000, 11, 0, time.Millisecond, "dropped 11 of 10000"},
-		{"lag at the limit", 10000, 0, 0, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
-		{"lag over the limit", 10000, 0, 0, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
-		{"all but one failed", 10000, 0, 9999, time.Millisecond, ""},
-		{"none succeeded", 10000, 0, 10000, time.Millisecond, "no request succeeded: none of the 10000 sent"},
-		{"one sent, it failed", 1, 0, 1, time.Millisecond, "no request succeeded: none of the 1 sent"},
+		{"clean", 10000, 0, 0, nil, time.Millisecond, ""},
+		{"drops at the limit", 10000, 10, 0, nil, time.Millisecond, ""},
+		{"drops over the limit", 10000, 11, 0, nil, time.Millisecond, "dropped 11 of 10000"},
+		{"lag at the limit", 10000, 0, 0, nil, MaxLagP99 - MaxLagP99/50, ""}, // sketch bins are ±1%
+		{"lag over the limit", 10000, 0, 0, nil, MaxLagP99 + MaxLagP99/20, "schedule lag p99"},
+		{"all but one answered with an error status", 10000, 0, 9999, nil, time.Millisecond, ""},
+		{"unanswered at the limit", 10000, 0, 100, map[string]int64{ClassTimeout: 100}, time.Millisecond, ""},
+		{"unanswered over the limit", 10000, 0, 101, map[string]int64{ClassTimeout: 101}, time.Millisecond,
+			"101 of 10000 requests (1.0% > 1%) got no answer (timeout 101): the latency percentiles cover only the 9899 answered"},
+		{"target killed mid-run", 2000, 0, 1248, map[string]int64{ClassRefused: 1235, ClassReset: 13}, time.Millisecond,
+			"1248 of 2000 requests (62.4% > 1%) got no answer (refused 1235, reset 13)"},
+		{"none succeeded", 10000, 0, 10000, nil, time.Millisecond, "no request succeeded: none of the 10000 sent"},
+		{"one sent, it failed", 1, 0, 1, map[string]int64{ClassRefused: 1}, time.Millisecond, "no request succeeded: none of the 1 sent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Result{Scheduled: tc.scheduled, Dropped: tc.drops, Sent: tc.scheduled - tc.drops, Rate: 1000,
 				Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch()}
 			r.OK = r.Sent - tc.failed
+			r.Errors = tc.noAnswer
 			for range r.Sent {
 				r.Lag.Add(tc.lag)
 			}

@@ -131,7 +131,7 @@ func TestJudge(t *testing.T) {
 		{"unsettled", func(s *Step) { s.Drain = Drain{Took: 20 * time.Second} }, false, VerdictFellBehind, "still forwarding"},
 		{"lag", func(s *Step) { s.LagP99 = 9 }, false, VerdictHarnessLimited, "schedule lag"},
 		{"short of rate", func(s *Step) { s.AchievedRate = 900 }, false, VerdictHarnessLimited, "sent 900/s"},
-		{"harness lag is a note", func(s *Step) { s.LagP99 = 9 }, true, VerdictKeptUp, ""},
+		{"harness lag: the harness fell behind", func(s *Step) { s.LagP99 = 9 }, true, VerdictFellBehind, "the load generator fell behind its schedule"},
 		{"harness far off schedule", func(s *Step) { s.LagP99 = 300 }, true, VerdictFellBehind, "schedule lag"},
 		{"failed", func(s *Step) { s.Failed = true }, false, VerdictFailed, ""},
 		{"stalled harness", func(s *Step) { s.Stall = 15 * time.Second; s.Latency.P99 = 15000 }, false, VerdictHarnessLimited, "no CPU for 15.0 s"},

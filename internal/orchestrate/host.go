@@ -1,9 +1,7 @@
 package orchestrate
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"time"
@@ -23,16 +21,6 @@ func hostInfo() Host {
 	return h
 }
 
-// probeVersion returns the first line bin prints for --version, or "" when
-// it prints nothing within two seconds. The report names each build's
-// version, and says so when a build is the stand-in rather than Relay.
-func probeVersion(ctx context.Context, bin string) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--version").Output()
-	if err != nil {
-		return ""
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return strings.TrimSpace(line)
-}
+// versionTimeout bounds asking a build for its version: Relay answers at
+// once.
+const versionTimeout = 2 * time.Second

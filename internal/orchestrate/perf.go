@@ -103,17 +103,17 @@ func firstLine(s string) string {
 	return s
 }
 
-// perfRun is a running `perf record -p PID`.
+// perfRun is a running `perf record -p PID,…`.
 type perfRun struct {
 	cmd  *exec.Cmd
 	rec  PerfRecord
 	done chan struct{}
 }
 
-// start records pid into file at the plan's sampling frequency and
-// call-graph mode (chosen for Relay).
-func (p *perfPlan) start(pid int, file string) (*perfRun, error) {
-	return p.record(pid, file, p.callGraph, "-F", strconv.Itoa(p.freq))
+// start records pids (Relay's process tree) into file at the plan's
+// sampling frequency and call-graph mode (chosen for Relay).
+func (p *perfPlan) start(pids []int, file string) (*perfRun, error) {
+	return p.record(pids, file, p.callGraph, "-F", strconv.Itoa(p.freq))
 }
 
 // startHarness records orchestrate itself: with frame pointers (Go keeps
@@ -122,22 +122,26 @@ func (p *perfPlan) start(pid int, file string) (*perfRun, error) {
 // per-thread period adapts badly to the harness's many lightly used
 // threads: recordings of windows with the same CPU held severalfold
 // different numbers of samples.
-func (p *perfPlan) startHarness(pid int, file string) (*perfRun, error) {
+func (p *perfPlan) startHarness(pids []int, file string) (*perfRun, error) {
 	period := "3000000" // cycles: about 1 ms at 3 GHz
 	if p.event == "cpu-clock" {
 		period = "1000000" // ns
 	}
-	return p.record(pid, file, "fp", "-c", period)
+	return p.record(pids, file, "fp", "-c", period)
 }
 
-// record runs perf record -p pid with the rate arguments given.
-func (p *perfPlan) record(pid int, file, callGraph string, rate ...string) (*perfRun, error) {
+// record runs perf record -p pids with the rate arguments given.
+func (p *perfPlan) record(pids []int, file, callGraph string, rate ...string) (*perfRun, error) {
 	logf, err := os.Create(file + ".log")
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"record", "-q", "-o", file, "-e", p.event}, rate...)
-	args = append(args, "--call-graph", callGraph, "-p", strconv.Itoa(pid))
+	list := make([]string, len(pids))
+	for i, pid := range pids {
+		list[i] = strconv.Itoa(pid)
+	}
+	args = append(args, "--call-graph", callGraph, "-p", strings.Join(list, ","))
 	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

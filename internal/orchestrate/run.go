@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/configerr"
+	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/internal/statsd"
@@ -55,7 +56,7 @@ func (r *runner) note(s string) {
 // and no report. Failed steps do not stop the sweep; Report.Failed counts
 // them.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	r, err := newRunner(ctx, cfg)
+	r, err := newRunner(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +70,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Finished = time.Now()
 		rep.Notes = append(rep.Notes, r.notes...)
 	}()
+	for _, k := range relayconfig.UnknownSections(r.cfg.RelayConfig) {
+		r.note("the Relay config overrides' " + relayconfig.UnknownSection(k))
+	}
+	if err := r.probeVersions(ctx); err != nil {
+		rep.Interrupted = true
+		return rep, err
+	}
 	cleanup, err := r.prepare(ctx, rep)
 	defer cleanup()
 	if err != nil {
@@ -87,9 +95,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// newRunner validates cfg, checks the builds are executables and asks each
-// for its version.
-func newRunner(ctx context.Context, cfg Config) (*runner, error) {
+// newRunner validates cfg and checks the builds are executables.
+func newRunner(cfg Config) (*runner, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -98,25 +105,39 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 		cfg.Log = io.Discard
 	}
 	r := &runner{cfg: cfg}
-	for i, b := range cfg.Builds {
+	for _, b := range cfg.Builds {
 		if b.Bin == "" {
 			continue
 		}
 		if st, err := os.Stat(b.Bin); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			return nil, configerr.Errorf("Builds", "build %s: %s is not an executable file", b.Name, b.Bin)
 		}
-		v := probeVersion(ctx, b.Bin)
-		cfg.Builds[i].Version = v
-		if !strings.HasPrefix(v, "relay ") {
-			// Relay answers --version with "relay <version>" (26.4.0: "relay 26.4.0").
-			r.notes = append(r.notes, fmt.Sprintf("build %s answers --version with %q, not \"relay <version>\": it may not be Relay, and its figures may not be Relay's", b.Name, v))
-		}
 	}
-	r.cfg = cfg
 	if cfg.RelayCPUs != "" {
 		r.threads, _ = CountCPUs(cfg.RelayCPUs)
 	}
 	return r, nil
+}
+
+// probeVersions asks each build for its version (bounded: see
+// relayproc.ProbeVersion); the error is ctx's when it ended meanwhile.
+// The report's builds share r.cfg.Builds' array, so they show the versions.
+func (r *runner) probeVersions(ctx context.Context) error {
+	for i, b := range r.cfg.Builds {
+		if b.Bin == "" {
+			continue
+		}
+		v, err := relayproc.ProbeVersion(ctx, b.Bin, versionTimeout)
+		if err != nil {
+			return err
+		}
+		r.cfg.Builds[i].Version = v
+		if !strings.HasPrefix(v, "relay ") {
+			// Relay answers --version with "relay <version>" (26.4.0: "relay 26.4.0").
+			r.note(fmt.Sprintf("build %s answers --version with %q, not \"relay <version>\": it may not be Relay, and its figures may not be Relay's", b.Name, v))
+		}
+	}
+	return nil
 }
 
 // newReport starts the report with what shapes the numbers.
@@ -170,8 +191,12 @@ func (r *runner) prepare(ctx context.Context, rep *Report) (cleanup func(), err 
 		}
 		undo = append(undo, func() { r.statsd.Close() })
 	}
-	if r.root, err = os.MkdirTemp(cfg.WorkDir, "relayload-"); err != nil {
+	var stale []string
+	if r.root, stale, err = makeWorkDir(cfg.WorkDir, cfg.Keep); err != nil {
 		return cleanup, err
+	}
+	for _, d := range stale {
+		r.logf("removed %s: the work directory of an earlier run that did not end", d)
 	}
 	if cfg.Keep {
 		r.note("work directory kept: " + r.root)

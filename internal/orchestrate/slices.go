@@ -118,7 +118,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 		}
 		bs[i] = &sliceBuild{s: s, idle: st.CPU.IdleCores}
 		c.Idle[b.Name] = st.CPU.IdleCores
-		instr, err := perfcount.Open([]int{s.proc.PID()})
+		instr, err := perfcount.Open(s.sampler.PIDs())
 		if err != nil {
 			c.Counters = "CPU time only: " + err.Error()
 			continue

@@ -110,11 +110,11 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	for _, ph := range s.phases() {
 		if err := ph.run(); err != nil {
 			s.fail(ph.name, err)
-			if ctx.Err() != nil && s.res != nil {
-				// Interrupted after blast ran: keep what was measured (the
-				// step is marked partial and judged by nobody).
+			if s.res != nil {
+				// Failed or interrupted after blast ran: keep what was
+				// measured, judged by nobody (interrupted: marked partial).
 				s.collect()
-				st.Partial = true
+				st.Partial = ctx.Err() != nil
 			}
 			return
 		}
@@ -296,15 +296,17 @@ func (s *step) alive() error {
 	return nil
 }
 
-// startSampler prepares to sample Relay (or, for the harness, orchestrate
-// itself) from procfs.
+// startSampler prepares to sample Relay's process tree (a wrapper script
+// and the Relay it runs: see relayproc.NewTreeSampler) or, for the
+// harness, orchestrate itself from procfs.
 func (s *step) startSampler() error {
-	pid := os.Getpid()
-	if s.proc != nil {
-		pid = s.proc.PID()
-	}
 	var err error
-	if s.sampler, err = relayproc.NewSampler(pid); err != nil {
+	if s.proc != nil {
+		s.sampler, err = relayproc.NewTreeSampler(s.proc.PID())
+	} else {
+		s.sampler, err = relayproc.NewSampler(os.Getpid())
+	}
+	if err != nil {
 		return err
 	}
 	if s.harness {
@@ -482,7 +484,7 @@ func (s *step) stop() error {
 		st.RusageMaxRSS = 0 // orchestrate's own process: no exit
 		return nil
 	}
-	if ru, hwm := st.RusageMaxRSS, st.PeakRSS; ru > 0 && hwm > 0 {
+	if ru, hwm := st.RusageMaxRSS, st.PeakRSS; ru > 0 && hwm > 0 && s.treeMembers() == 1 {
 		// getrusage also covers shutdown and the pre-exec image, which is
 		// orchestrate's own memory (see relayproc.StopResult.MaxRSS): it
 		// may exceed VmHWM by that much, and is never below it.
@@ -505,8 +507,7 @@ func (s *step) stopRelay(grace time.Duration) {
 	res := s.proc.Stop(grace)
 	s.stopped = true
 	s.st.Shutdown = Shutdown{Took: res.Took, Killed: res.Killed, Exit: res.Exit}
-	s.st.Memory.RusageMaxRSS = res.MaxRSS
-	s.st.CPU.UserSecs, s.st.CPU.SystemSecs = res.UserTime.Seconds(), res.SystemTime.Seconds()
+	stopTotals(s.st, res, s.treeMembers())
 }
 
 func freePort() (int, error) {

@@ -135,6 +135,8 @@ func newPoint(k pointKey, steps []*Step) *Point {
 	case len(partial) > 0: // what an interrupted step measured, as a last resort
 		p.fill(partial)
 		p.Partial = true
+	default:
+		p.fillFailedLoad(steps)
 	}
 	p.Verdict = pointVerdict(steps)
 	p.KeptUpJudged = p.KeptUp > 0
@@ -177,6 +179,22 @@ func (p *Point) fill(steps []*Step) {
 	p.Gap = med(func(s *Step) float64 { return float64(s.Upstream.Gap) })
 	p.CoresSpread = Spread(values(func(s *Step) float64 { return s.CPU.NetCores }))
 	p.MsPerEnvSpread = Spread(values(func(s *Step) float64 { return s.CPU.MsPerEnv }))
+}
+
+// fillFailedLoad sets the rates blast sent and had accepted, medians over
+// the failed steps that sent anything before they failed, so that the
+// point says what its steps say (Relay killed mid-window: blast sent
+// until then); the other figures, which a failed step does not have,
+// stay 0.
+func (p *Point) fillFailedLoad(steps []*Step) {
+	var sent, accepted []float64
+	for _, st := range steps {
+		if st.Failed && st.Sent > 0 {
+			sent = append(sent, st.AchievedRate)
+			accepted = append(accepted, st.AcceptedRate)
+		}
+	}
+	p.AchievedRate, p.AcceptedRate = Median(sent), Median(accepted)
 }
 
 // rateOrder sorts RateMax after every rate.

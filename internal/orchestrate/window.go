@@ -75,17 +75,17 @@ func (w *window) begin() {
 	if s.cfg.PerfHarness {
 		// perf takes a while to attach: both start at once.
 		wg.Go(func() {
-			w.startPerf(s.r.perf.startHarness, os.Getpid(), harnessPerfFile(file), &s.st.HarnessPerf, &w.harnessPerf)
+			w.startPerf(s.r.perf.startHarness, []int{os.Getpid()}, harnessPerfFile(file), &s.st.HarnessPerf, &w.harnessPerf)
 		})
 	}
-	w.startPerf(s.r.perf.start, s.sampler.PID(), file, &s.st.Perf, &w.perf)
+	w.startPerf(s.r.perf.start, s.sampler.PIDs(), file, &s.st.Perf, &w.perf)
 	wg.Wait()
 }
 
-// startPerf records pid into file: the running recording goes to *run, or
+// startPerf records pids into file: the running recording goes to *run, or
 // the record of a failed (or too late) start to *rec.
-func (w *window) startPerf(start func(int, string) (*perfRun, error), pid int, file string, rec **PerfRecord, run **perfRun) {
-	p, err := start(pid, file)
+func (w *window) startPerf(start func([]int, string) (*perfRun, error), pids []int, file string, rec **PerfRecord, run **perfRun) {
+	p, err := start(pids, file)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {

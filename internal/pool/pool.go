@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/projects"
@@ -361,4 +362,57 @@ func (p *Pool) Dump(dir string) error {
 		return fmt.Errorf("pool: dump: %w", err)
 	}
 	return nil
+}
+
+// estimateSample is how many entries Estimate builds to measure a pool.
+const estimateSample = 512
+
+// Estimate is what a pool of some options is expected to hold.
+type Estimate struct {
+	Entries int
+	// HeldBytes is the memory the envelope bytes take (Stats.HeldBytes),
+	// EncodedBytes the bodies as sent among them (Stats.EncodedBytes).
+	HeldBytes, EncodedBytes int64
+	// EntryBytes is the memory of the entries' other fields (the Entry
+	// values, their strings) and of the build's plan.
+	EntryBytes int64
+}
+
+// Total is HeldBytes plus EntryBytes: the memory of the built pool.
+func (e Estimate) Total() int64 { return e.HeldBytes + e.EntryBytes }
+
+// EstimateSize builds the first entries of the pool opts describes (at most
+// 512) and scales what they hold to opts.Size, before a pool too large for
+// the machine is built: Build allocates all of it. The entries drawn first
+// follow the same mix, projects and user agents as the rest.
+func EstimateSize(ctx context.Context, opts Options) (Estimate, error) {
+	if err := opts.normalize(); err != nil {
+		return Estimate{}, err
+	}
+	sample := opts
+	sample.Size = min(opts.Size, estimateSample)
+	p, err := Build(ctx, sample)
+	if err != nil {
+		return Estimate{}, err
+	}
+	st := p.Stats()
+	scale := func(v int64) int64 { return int64(float64(v) / float64(sample.Size) * float64(opts.Size)) }
+	var strs int64
+	for _, e := range p.Entries {
+		strs += int64(len(e.EventID) + len(e.ForwardedFor))
+		if opts.UniqueUserAgents {
+			strs += int64(len(e.UserAgent)) // else shared by the entries
+		}
+	}
+	// The envelope bytes, the gaps between them (under 3%) and each
+	// worker's last chunks, partly used.
+	bytes := st.RawBytes
+	if opts.Encoding != compression.Identity {
+		bytes += st.EncodedBytes
+	}
+	workers := int64(min(runtime.GOMAXPROCS(0), opts.Size/64+1))
+	held := scale(bytes)*21/20 + workers*(chunkSize+bodyChunk)
+	per := int64(unsafe.Sizeof(Entry{})) + int64(unsafe.Sizeof(slot{}))
+	return Estimate{Entries: opts.Size, HeldBytes: held, EncodedBytes: scale(st.EncodedBytes),
+		EntryBytes: scale(strs) + per*int64(opts.Size)}, nil
 }

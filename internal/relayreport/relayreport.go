@@ -111,6 +111,11 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
+	// Before anything runs: a report is not lost to an Out that cannot be
+	// written.
+	if err := report.CheckDir(o.Out); err != nil {
+		return nil, configerr.Wrap("Out", err)
+	}
 	card := &Card{Started: time.Now()}
 	defer func() { card.Took = time.Since(card.Started) }()
 	builds := []orchestrate.Build{{Name: o.BaselineName, Bin: o.RelayBin}}

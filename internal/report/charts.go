@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -55,7 +55,10 @@ func saveSVG(path string, w, h vg.Length, fn func(draw.Canvas)) error {
 		return err
 	}
 	b := bytes.ReplaceAll(buf.Bytes(), []byte("font-family:"+svgFamily+";"), []byte("font-family:"+FontFamily+";"))
-	return os.WriteFile(path, b, 0o644)
+	return WriteFile(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
 // Charts writes the SVG charts into dir and returns their paths: CPU cores

@@ -32,7 +32,9 @@ const (
 )
 
 // Write writes every output file into dir (created if missing) and returns
-// their paths.
+// their paths. Each file is written whole or not at all (a temporary file
+// renamed into place); the files of an earlier report in dir that this one
+// does not have (a step's chart) are removed, other files left alone.
 func Write(dir string, rep *orchestrate.Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -40,16 +42,8 @@ func Write(dir string, rep *orchestrate.Report) ([]string, error) {
 	var paths []string
 	write := func(name string, fn func(io.Writer) error) error {
 		p := filepath.Join(dir, name)
-		f, err := os.Create(p)
-		if err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		if err := fn(f); err != nil {
-			f.Close()
+		if err := WriteFile(p, fn); err != nil {
 			return fmt.Errorf("report: %s: %w", name, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("report: %w", err)
 		}
 		paths = append(paths, p)
 		return nil
@@ -67,6 +61,9 @@ func Write(dir string, rep *orchestrate.Report) ([]string, error) {
 	}
 	if err := write(MarkdownFile, func(w io.Writer) error { return markdown(w, rep, dir, charts) }); err != nil {
 		return paths, err
+	}
+	if err := clearStale(dir, paths); err != nil {
+		return paths, fmt.Errorf("report: clearing an earlier report: %w", err)
 	}
 	return paths, nil
 }

@@ -59,6 +59,9 @@ func Headline(rep *orchestrate.Report) string {
 			line = name + ": nothing was measured."
 		case rate == 0 && rep.Interrupted && verdicts[orchestrate.VerdictKeptUp]+verdicts[orchestrate.VerdictFellBehind]+verdicts[orchestrate.VerdictHarnessLimited] == 0:
 			line = name + ": interrupted before any step was judged; no verdict. What was measured is below, marked partial."
+		case steps > 0 && verdicts[orchestrate.VerdictFailed] == steps:
+			// A failure is not a verdict: say why, not that it fell behind.
+			line = fmt.Sprintf("%s: every step failed: %s (see Failed steps).", name, firstError(rep, b.Name))
 		case fm != nil && fm.KeptUp == 0 && fm.FellBehind == 0:
 			line = fmt.Sprintf("%s: the search for the highest rate stopped before any verdict: %s.", name, fm.Stopped)
 		case rate == 0 && steps > 0 && maxSteps == steps:
@@ -165,6 +168,16 @@ func stopsAt(rep *orchestrate.Report, build string, rate float64, what string) s
 		s += fmt.Sprintf(" (%s between could not be judged: harness-limited)", strings.Join(between, ", "))
 	}
 	return s + fmt.Sprintf("; --find-max --rates %s,%s narrows it down.", strconv.FormatFloat(rate, 'f', -1, 64), strconv.FormatFloat(next, 'f', -1, 64))
+}
+
+// firstError is the error of the build's first failed step.
+func firstError(rep *orchestrate.Report, build string) string {
+	for _, st := range rep.Steps {
+		if st.Build == build && st.Failed {
+			return st.Error
+		}
+	}
+	return ""
 }
 
 // lowestRate is the lowest target rate tried, leaving out RateMax.
@@ -679,6 +692,10 @@ func (pg *page) failed() {
 		pg.h("Failed steps")
 		for _, st := range failed {
 			fmt.Fprintf(w, "Step %d (%s, %s): %s\n", st.Index, st.Build, rateLabel(st), st.Error)
+			if st.Sent > 0 {
+				fmt.Fprintf(w, "Until then blast sent %s requests in the measured window (%s/s), %s accepted; from blast's start (its warm-up included) the fake upstream received %s data envelopes.\n",
+					Num(float64(st.Sent)), Num(st.AchievedRate), Num(float64(st.OK)), Num(float64(st.Upstream.Forwarded)))
+			}
 			if st.LogTail != "" {
 				fmt.Fprintf(w, "\n```\n%s\n```\n\n", st.LogTail)
 			}

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Spec says how to start the process.
@@ -44,9 +46,10 @@ type Process struct {
 	started time.Time
 	done    chan struct{} // closed when the process has been reaped
 
-	mu      sync.Mutex
-	waitErr error
-	state   *os.ProcessState
+	mu       sync.Mutex
+	waitErr  error
+	state    *os.ProcessState
+	outlived int // members of the tree alive when the process was reaped
 }
 
 // Start starts the process described by spec.
@@ -84,8 +87,9 @@ func Start(spec Spec) (*Process, error) {
 	p := &Process{cmd: cmd, log: logf, logPath: spec.LogPath, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
+		outlived := len(p.liveTree())
 		p.mu.Lock()
-		p.waitErr, p.state = err, cmd.ProcessState
+		p.waitErr, p.state, p.outlived = err, cmd.ProcessState, outlived
 		p.mu.Unlock()
 		logf.Close()
 		close(p.done)
@@ -194,10 +198,17 @@ type StopResult struct {
 	MaxRSS uint64
 	// UserTime and SystemTime are the process's exact CPU totals.
 	UserTime, SystemTime time.Duration
+	// Outlived is how many members of the process's tree were still
+	// running when the process itself had exited (they were then killed):
+	// MaxRSS, UserTime and SystemTime leave them out.
+	Outlived int
 }
 
-// Stop sends SIGTERM to the process group, waits up to grace, then sends
-// SIGKILL and waits for the exit. It always reaps the process.
+// Stop sends SIGTERM to the process's tree (its process group, and any
+// descendant that left the group), waits up to grace until every member
+// has exited, then sends SIGKILL and waits for that. It always reaps the
+// process. A wrapper script that runs Relay as its child (without exec)
+// dies on SIGTERM at once while Relay shuts down: the wait is Relay's.
 func (p *Process) Stop(grace time.Duration) StopResult {
 	var res StopResult
 	select {
@@ -205,22 +216,20 @@ func (p *Process) Stop(grace time.Duration) StopResult {
 		res.AlreadyExited = true
 	default:
 		start := time.Now()
-		_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
-		t := time.NewTimer(grace)
-		select {
-		case <-p.done:
-			t.Stop()
-		case <-t.C:
+		p.signalTree(syscall.SIGTERM)
+		if !p.waitTree(start.Add(grace)) {
 			res.Killed = true
-			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+			p.signalTree(syscall.SIGKILL)
 			<-p.done
 		}
 		res.Took = time.Since(start)
 	}
-	// The group may still hold grandchildren if the leader exited first.
-	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	// The tree may still hold members if the leader exited first.
+	p.signalTree(syscall.SIGKILL)
+	p.waitTree(time.Now().Add(killWait))
 	p.mu.Lock()
 	st, err := p.state, p.waitErr
+	res.Outlived = p.outlived
 	p.mu.Unlock()
 	res.Exit = describeState(st, err)
 	if st != nil {
@@ -230,6 +239,55 @@ func (p *Process) Stop(grace time.Duration) StopResult {
 		res.UserTime, res.SystemTime = st.UserTime(), st.SystemTime()
 	}
 	return res
+}
+
+// killWait bounds the wait for a tree's members to be gone after SIGKILL.
+const killWait = 2 * time.Second
+
+// treePoll is how often Stop looks whether the tree's members are gone.
+const treePoll = 20 * time.Millisecond
+
+// signalTree sends sig to the process group and to each member of the
+// tree outside it (once each: Relay exits at once on a second SIGTERM).
+func (p *Process) signalTree(sig syscall.Signal) {
+	_ = syscall.Kill(-p.PID(), sig)
+	for _, m := range p.liveTree() {
+		if m.pgrp != p.PID() {
+			_ = syscall.Kill(m.pid, sig)
+		}
+	}
+}
+
+// liveTree is the tree's members that have not exited, the process itself
+// included while it runs.
+func (p *Process) liveTree() []treeStat {
+	fs, err := procfs.NewFS(procfs.DefaultMountPoint)
+	if err != nil {
+		return nil
+	}
+	return liveMembers(fs, p.PID())
+}
+
+// waitTree waits until the process has been reaped and no other member
+// of its tree runs, or until deadline; it reports whether they are gone.
+func (p *Process) waitTree(deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		return false
+	}
+	tick := time.NewTicker(treePoll)
+	defer tick.Stop()
+	for len(p.liveTree()) > 0 {
+		select {
+		case <-t.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // LogTail returns the last n lines of the process's log.

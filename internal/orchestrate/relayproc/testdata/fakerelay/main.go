@@ -8,6 +8,9 @@
 //	ignore-term  become ready and ignore SIGTERM
 //	never-ready  answer 503 forever
 //	burn         become ready and keep one core busy
+//
+// On SIGTERM it shuts down for FAKERELAY_TERM_DELAY (default 50ms), then
+// says it exited cleanly.
 package main
 
 import (
@@ -84,5 +87,10 @@ func main() {
 	}
 	<-term
 	fmt.Fprintln(os.Stderr, "fakerelay shutting down")
-	time.Sleep(50 * time.Millisecond)
+	delay := 50 * time.Millisecond
+	if d, err := time.ParseDuration(os.Getenv("FAKERELAY_TERM_DELAY")); err == nil {
+		delay = d
+	}
+	time.Sleep(delay)
+	fmt.Fprintln(os.Stderr, "fakerelay exited cleanly")
 }

@@ -1,0 +1,71 @@
+package orchestrate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Relay stopped for 5 s (SIGSTOP) and resumed: requests that timed out at
+// the client were accepted and forwarded after all (the gap is negative),
+// and the reason says so instead of calling them not accepted.
+func TestJudgeTimeoutsAcceptedLater(t *testing.T) {
+	cfg := Config{MaxP99: 10 * time.Second, MaxCatchUp: 3 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		errors  map[string]int64
+		status  map[string]int64
+		gap     int64
+		settled bool
+		want    string
+	}{
+		{"every timeout accepted later", map[string]int64{"timeout": 9}, nil, -9, true,
+			"9 of 2000 requests timed out at the client (timeout×9), yet were accepted and forwarded later: the upstream received 9 more envelopes than blast saw accepted"},
+		{"some of them", map[string]int64{"timeout": 9}, map[string]int64{"503": 3}, -4, true,
+			"12 of 2000 requests not answered 2xx in time (503×3, timeout×9); 4 of the timeouts were accepted and forwarded later: the upstream received 4 more envelopes than blast saw accepted"},
+		{"timeouts never forwarded", map[string]int64{"timeout": 9}, nil, 0, true, "9 of 2000 requests not accepted (timeout×9)"},
+		{"not settled: nothing known", map[string]int64{"timeout": 9}, nil, -9, false, "9 of 2000 requests not accepted (timeout×9)"},
+	} {
+		var failed int64
+		for _, n := range tc.errors {
+			failed += n
+		}
+		for _, n := range tc.status {
+			failed += n
+		}
+		st := &Step{Rate: 200, Sent: 2000, OK: 2000 - failed, Failures: failed, AchievedRate: 200, Errors: tc.errors, ByStatus: tc.status,
+			Drain: Drain{Settled: tc.settled}, Upstream: UpstreamSeen{Gap: tc.gap}, Steady: Steady{Seconds: 10, Allowance: 200}}
+		judge(st, cfg, false)
+		if st.Verdict != VerdictFellBehind || !strings.Contains(strings.Join(st.Reasons, "|"), tc.want) {
+			t.Errorf("%s: %s %q, want %q", tc.name, st.Verdict, st.Reasons, tc.want)
+		}
+	}
+}
+
+// The bisection of make demo (the harness on its own) judged its ceiling
+// step "kept up" while blast's schedule lag p99 was 7.9 ms, what blast
+// calls INVALID: a step whose load generator fell behind its schedule is
+// never the ceiling, measuring the harness or a Relay.
+func TestFindMaxLagIsNeverTheCeiling(t *testing.T) {
+	cfg := Config{MaxP99: time.Second, MaxCatchUp: 3 * time.Second, Rates: []float64{5000, 60000}, FindMaxProbes: 6}
+	for _, harness := range []bool{true, false} {
+		r := &runner{cfg: cfg}
+		fm := r.findMax(t.Context(), Build{Name: "x"}, func(_ Build, _ int, rate float64, _ bool) *Step {
+			// Blast keeps to its schedule up to 15,000/s, lags 7.9 ms above.
+			lag := 1.0
+			if rate > 15000 {
+				lag = 7.9
+			}
+			st := &Step{Rate: rate, Sent: int64(rate) * 3, OK: int64(rate) * 3, AchievedRate: rate, AcceptedRate: rate, LagP99: lag,
+				Drain: Drain{Settled: true}, Steady: Steady{ForwardedRate: rate, AcceptedRate: rate, Allowance: rate, Seconds: 3}}
+			judge(st, cfg, harness)
+			return st
+		})
+		if fm.KeptUp > 15000 || fm.KeptUp == 0 {
+			t.Errorf("harness %v: %+v: a step blast lagged on was taken as kept up with", harness, fm)
+		}
+		if !harness && !strings.Contains(fm.Stopped, "the load generator fell behind its schedule") {
+			t.Errorf("with a Relay: %+v, want the search stopped at the harness-limited step", fm)
+		}
+	}
+}

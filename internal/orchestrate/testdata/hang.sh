@@ -1,0 +1,3 @@
+#!/bin/sh
+# Not Relay: ignores --version and keeps running, its child holding the output.
+sleep "${HANG_SECONDS:-600}"
