@@ -429,14 +429,11 @@ type Comparison struct {
 	MsPerEnvChange float64 `json:"ms_per_envelope_change_pct"`
 	P99Change      float64 `json:"p99_change_pct"`
 	PeakRSSChange  float64 `json:"peak_rss_change_pct"`
-	// With MinRoundsForNoise rounds or more of both builds: whether the
-	// change of CPU per envelope (and of cores) is beyond noise
-	// (ChangeLower, ChangeHigher) or ChangeWithinNoise, and the two-sided
-	// Mann–Whitney U p-value over the rounds (see noiseVerdict).
-	MsPerEnvVerdict string  `json:"ms_per_envelope_verdict,omitempty"`
-	MsPerEnvP       float64 `json:"ms_per_envelope_p,omitempty"`
-	CoresVerdict    string  `json:"cores_verdict,omitempty"`
-	CoresP          float64 `json:"cores_p,omitempty"`
+	// With two rounds or more: the change of CPU per envelope and of
+	// cores from the rounds taken as pairs (each round runs both builds
+	// back to back), with its 95% interval (pairedChange).
+	MsPerEnvPaired *Change `json:"ms_per_envelope_paired,omitempty"`
+	CoresPaired    *Change `json:"cores_paired,omitempty"`
 }
 
 // FindMax is the result of a bisection for one build.

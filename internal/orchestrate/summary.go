@@ -48,13 +48,8 @@ func summarize(rep *Report, cfg Config) {
 			BaseMsPerEnv: bp.MsPerEnv, MsPerEnv: p.MsPerEnv, MsPerEnvChange: change(bp.MsPerEnv, p.MsPerEnv),
 			P99Change: change(bp.Latency.P99, p.Latency.P99), PeakRSSChange: change(bp.PeakRSS, p.PeakRSS),
 		}
-		baseSteps, steps := groups[pointKey{base, k.rate}], groups[k]
-		if v, pv := noiseVerdict(figures(baseSteps, msPerEnv), figures(steps, msPerEnv)); v != "" {
-			c.MsPerEnvVerdict, c.MsPerEnvP = v, pv
-		}
-		if v, pv := noiseVerdict(figures(baseSteps, netCores), figures(steps, netCores)); v != "" {
-			c.CoresVerdict, c.CoresP = v, pv
-		}
+		c.MsPerEnvPaired = roundsPaired("ms_per_envelope", groups[pointKey{base, k.rate}], groups[k], msPerEnv)
+		c.CoresPaired = roundsPaired("cores", groups[pointKey{base, k.rate}], groups[k], netCores)
 		rep.Comparisons = append(rep.Comparisons, c)
 	}
 }
@@ -62,15 +57,27 @@ func summarize(rep *Report, cfg Config) {
 func msPerEnv(s *Step) float64 { return s.CPU.MsPerEnv }
 func netCores(s *Step) float64 { return s.CPU.NetCores }
 
-// figures is f of every step that did not fail.
-func figures(steps []*Step, f func(*Step) float64) []float64 {
-	var v []float64
-	for _, st := range steps {
+// roundsPaired is the paired change of f from the baseline's steps to the
+// build's, each round a pair (both builds ran in it, back to back); nil
+// with fewer than two rounds in which both steps succeeded.
+func roundsPaired(metric string, baseSteps, steps []*Step, f func(*Step) float64) *Change {
+	byRound := map[int]*Step{}
+	for _, st := range baseSteps {
 		if !st.Failed {
-			v = append(v, f(st))
+			byRound[st.Round] = st
 		}
 	}
-	return v
+	var a, b []float64
+	for _, st := range steps {
+		if bs := byRound[st.Round]; bs != nil && !st.Failed {
+			a, b = append(a, f(bs)), append(b, f(st))
+		}
+	}
+	if len(a) < 2 {
+		return nil
+	}
+	c := pairedChange(metric, a, b)
+	return &c
 }
 
 // groupSteps groups the judged steps by build and rate, the keys in the

@@ -359,7 +359,7 @@ func TestMarkdownTables(t *testing.T) {
 	}
 	for _, want := range []string{"median of 2 rounds", "filtered", "web-crawlers", "Failed steps", "relay exited with status 101",
 		"0.210 (12%)", "39 s (23% outside)", "harness CPU: the cores orchestrate itself (blast, the fake upstream) used", "step took: the whole step",
-		"Whether a change is beyond noise needs --rounds 3 or more.",
+		"A change's interval needs --rounds 2 or more (or --compare-in slices).",
 		"backlog: envelopes accepted but not forwarded yet at the end of the window",
 		"catch-up: from blast's end until the last envelope was forwarded",
 		"CPU per envelope: Relay's CPU time from blast's start until forwarding settled",
@@ -488,7 +488,7 @@ func TestHeadlineCeiling(t *testing.T) {
 // averages, a gap, a canary leak and a note.
 func richSample() *orchestrate.Report {
 	rep := sample()
-	rep.Comparisons[0].MsPerEnvVerdict, rep.Comparisons[0].MsPerEnvP = orchestrate.ChangeWithinNoise, 0.7
+	rep.Comparisons[0].MsPerEnvPaired = &orchestrate.Change{Metric: "ms_per_envelope", Pairs: 3, Pct: 1.2, Low: -3.4, High: 6.0, HalfWidth: 4.8, Verdict: "no change beyond ±4.8%"}
 	th, _ := orchestrate.ParseThresholds("cpu_ms_per_envelope>+5%")
 	rep.Gate = &orchestrate.GateResult{Baseline: "old/results.json", Compared: 2, Missing: []float64{900},
 		Breaches: []orchestrate.Breach{{Threshold: th[0], Build: "today", Rate: 500, Baseline: 3, Value: 3.3, Change: 10}}}
@@ -519,7 +519,7 @@ func TestMarkdownOptionalSections(t *testing.T) {
 		"event.processing_time", "7.5", "event.accepted", "6,000",
 		"0.42→1.37", "100.0 MiB", "recording the software event cpu-clock",
 		"PII canaries", "password=1", "public_note=50", "5,900", "a control it must leave alone",
-		"within noise (p=0.70)", "the two-sided Mann–Whitney U test",
+		"no change beyond ±4.8%", "Student's t on the log ratios",
 		"Against the baseline old/results.json", "1 of 2 checks crossed their threshold", "- today at 500/s: 3 → 3.3 (+10.0%), threshold cpu_ms_per_envelope>+5%",
 		"Not in the baseline, so not checked: 900.",
 	} {

@@ -243,20 +243,20 @@ func (t *terminal) comparisons() {
 		return
 	}
 	t.head("Builds compared with " + cs[0].Baseline)
-	tb := NewTable(">target/s", "build", ">CPU/envelope", ">change", "beyond noise?", ">Relay CPU change", ">p99 change", ">peak RSS change")
+	tb := NewTable(">target/s", "build", ">CPU/envelope", ">change", "over the rounds", ">Relay CPU change", ">p99 change", ">peak RSS change")
 	noise := false
 	for _, c := range cs {
-		tb.Add(rateCell(c.Rate), c.Build, msUnit(c.MsPerEnv), pct(c.MsPerEnvChange), noiseCell(c.MsPerEnvVerdict, c.MsPerEnvP),
+		tb.Add(rateCell(c.Rate), c.Build, msUnit(c.MsPerEnv), pct(c.MsPerEnvChange), pairedCell(c.MsPerEnvPaired),
 			pct(c.CoresChange), pct(c.P99Change), pct(c.PeakRSSChange))
-		noise = noise || c.MsPerEnvVerdict != ""
+		noise = noise || c.MsPerEnvPaired != nil
 	}
 	left := tb.WritePlain(t.w, cli.Width, "peak RSS change", "p99 change", "Relay CPU change")
 	t.blank()
 	s := "Changes are against " + cs[0].Baseline + "."
 	if noise {
-		s += " beyond noise: every round of one build below every round of the other and, with 4 or more rounds each, Mann–Whitney p < 0.05 (report.md says more)."
+		s += " over the rounds: each round a pair, the change with its 95% interval; lower or higher only when the interval excludes no change (report.md says more)."
 	} else {
-		s += fmt.Sprintf(" Whether a change is beyond noise needs --rounds %d or more.", orchestrate.MinRoundsForNoise)
+		s += " A change's interval needs --rounds 2 or more (or --compare-in slices)."
 	}
 	if len(left) > 0 {
 		s += " Left out here to fit: " + strings.Join(left, ", ") + "."

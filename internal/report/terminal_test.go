@@ -69,7 +69,7 @@ func TestTextFits(t *testing.T) {
 			"Per rate (median of 3 rounds)", "build", "Relay CPU", "fell behind", "Why not kept up",
 			"main at 400/s (3 of 3 rounds; round 1): fell behind: forwarded 300/s of 400/s accepted",
 			"steps 1–14, 16–18, e.g. step 1: 3710 PII canaries that Relay's default scrubbing must remove reached the upstream",
-			"harness CPU (blast and the fake upstream, beside Relay):", "Builds compared with main", "beyond noise?"}},
+			"harness CPU (blast and the fake upstream, beside Relay):", "Builds compared with main", "over the rounds"}},
 		{"sample", richSample(), []string{
 			"today kept up with about 200 envelopes per second and fell behind at 500/s",
 			"max: sent as fast as possible by 64 senders", "today at max: fell behind: " + maxStopped,

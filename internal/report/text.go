@@ -456,11 +456,16 @@ func (pg *page) gate() {
 }
 
 // noiseCell is a comparison's noise verdict with its p-value.
-func noiseCell(verdict string, p float64) string {
-	if verdict == "" {
+// pairedCell is a paired change over rounds: the verdict, and the
+// interval of a change it calls real.
+func pairedCell(c *orchestrate.Change) string {
+	if c == nil {
 		return "–"
 	}
-	return fmt.Sprintf("%s (p=%.2f)", verdict, p)
+	if c.Verdict == orchestrate.VerdictLower || c.Verdict == orchestrate.VerdictHigher {
+		return fmt.Sprintf("%s (%s to %s)", c.Verdict, pct1(c.Low), pct1(c.High))
+	}
+	return c.Verdict
 }
 
 // findMax writes the bisection, when there was one.
@@ -493,19 +498,19 @@ func (pg *page) comparisons() {
 	if len(rep.Comparisons) > 0 {
 		pg.h("Builds compared with " + rep.Comparisons[0].Baseline)
 		t := NewTable(">target/s", "build", ">"+rep.Comparisons[0].Baseline+" cores", ">cores", ">change",
-			">CPU per envelope", ">change", "CPU per envelope: beyond noise?", ">p99 change", ">peak RSS change")
+			">CPU per envelope", ">change", "CPU per envelope over the rounds", ">p99 change", ">peak RSS change")
 		noise := false
 		for _, c := range rep.Comparisons {
 			t.Add(Num(c.Rate), c.Build, cores(c.BaseCores), cores(c.Cores), pct(c.CoresChange),
-				msUnit(c.MsPerEnv), pct(c.MsPerEnvChange), noiseCell(c.MsPerEnvVerdict, c.MsPerEnvP), pct(c.P99Change), pct(c.PeakRSSChange))
-			noise = noise || c.MsPerEnvVerdict != ""
+				msUnit(c.MsPerEnv), pct(c.MsPerEnvChange), pairedCell(c.MsPerEnvPaired), pct(c.P99Change), pct(c.PeakRSSChange))
+			noise = noise || c.MsPerEnvPaired != nil
 		}
 		t.Write(w)
 		fmt.Fprintln(w)
 		if noise {
-			pg.para(fmt.Sprintf("beyond noise: lower or higher only when every round of one build is below every round of the other and, with 4 or more rounds each, the two-sided Mann–Whitney U test over the rounds gives p < 0.05 (with 3 rounds each its smallest p is 0.1, so the ranges decide); otherwise within noise. Needs %d or more rounds.", orchestrate.MinRoundsForNoise))
+			pg.para("change: of the medians over the rounds. over the rounds: each round ran both builds back to back, so it is a pair; the geometric mean of the per-round ratios with a 95% interval (Student's t on the log ratios); lower or higher only when the interval excludes no change, otherwise no change beyond the interval's half-width. A comparison in slices (--compare-in slices) gets many more pairs in the same time.")
 		} else {
-			pg.para(fmt.Sprintf("Whether a change is beyond noise needs --rounds %d or more.", orchestrate.MinRoundsForNoise))
+			pg.para("A change's interval needs --rounds 2 or more (or --compare-in slices).")
 		}
 	}
 }
