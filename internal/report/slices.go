@@ -49,8 +49,16 @@ func sliceHeadline(rep *orchestrate.Report) string {
 			continue
 		}
 		c := r.Changes[0]
-		lines = append(lines, head+fmt.Sprintf("CPU per envelope %s; %d pairs of %s slices in %s, ended by %s.",
-			changeVerdict(c), c.Pairs, r.Slice, r.Took.Round(1e9), r.Ended))
+		// Less CPU per envelope is faster.
+		verdict := "CPU per envelope " + changeVerdict(c)
+		switch c.Verdict {
+		case orchestrate.VerdictLower:
+			verdict = fmt.Sprintf("faster: CPU per envelope %s (95%% interval %s to %s)", pct1(c.Pct), pct1(c.Low), pct1(c.High))
+		case orchestrate.VerdictHigher:
+			verdict = fmt.Sprintf("slower: CPU per envelope %s (95%% interval %s to %s)", pct1(c.Pct), pct1(c.Low), pct1(c.High))
+		}
+		lines = append(lines, head+fmt.Sprintf("%s; %d pairs of %s slices in %s, ended by %s.",
+			verdict, c.Pairs, r.Slice, r.Took.Round(1e9), r.Ended))
 	}
 	return strings.Join(lines, "\n")
 }

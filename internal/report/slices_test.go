@@ -17,7 +17,7 @@ func TestSliceRunText(t *testing.T) {
 		}}
 	rep := &orchestrate.Report{SliceRuns: []*orchestrate.SliceRun{run}}
 	h := Headline(rep)
-	want := "branch against main at 300/s: CPU per envelope lower: −4.1% (95% interval −5.9% to −2.3%); 20 pairs of 10s slices in 7m0s, ended by precision."
+	want := "branch against main at 300/s: faster: CPU per envelope −4.1% (95% interval −5.9% to −2.3%); 20 pairs of 10s slices in 7m0s, ended by precision."
 	if h != want {
 		t.Errorf("headline\n%s\nwant\n%s", h, want)
 	}
