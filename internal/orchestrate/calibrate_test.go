@@ -11,13 +11,22 @@ import (
 )
 
 // falsePositives is the share of n sub-runs of k pairs, drawn from pairs
-// with rng, whose CPU-per-envelope verdict calls a change real.
-func falsePositives(base, build []float64, k, n int, rng *rand.Rand) float64 {
+// with rng, whose CPU-per-envelope verdict calls a change real: contiguous
+// stretches of the run, or (subsets) k pairs drawn from anywhere in it.
+func falsePositives(base, build []float64, k, n int, subsets bool, rng *rand.Rand) float64 {
 	hits := 0
+	a, b := make([]float64, k), make([]float64, k)
 	for range n {
-		start := rng.IntN(len(base) - k + 1)
-		c := pairedChange("ms_per_envelope", base[start:start+k], build[start:start+k])
-		if c.Verdict == VerdictLower || c.Verdict == VerdictHigher {
+		if subsets {
+			for i, j := range rng.Perm(len(base))[:k] {
+				a[i], b[i] = base[j], build[j]
+			}
+		} else {
+			start := rng.IntN(len(base) - k + 1)
+			copy(a, base[start:start+k])
+			copy(b, build[start:start+k])
+		}
+		if v := pairedChange("ms_per_envelope", a, b).Verdict; v == VerdictLower || v == VerdictHigher {
 			hits++
 		}
 	}
@@ -60,7 +69,8 @@ type aaRun struct {
 
 // BenchmarkVerdictCalibration holds the verdict to a real A/A run of Relay
 // recorded in testdata (the same binary compared with itself in slices):
-// over random contiguous sub-runs of 10, 20 and 30 pairs, the share whose
+// over random sub-runs of 10, 20 and 30 pairs (contiguous stretches, and
+// pairs drawn from anywhere in the run), the share whose
 // CPU-per-envelope verdict calls a change real must be at most 5%. It
 // reports that rate per sub-run length; run it with
 // go test -run '^$' -bench VerdictCalibration ./internal/orchestrate/.
@@ -101,13 +111,19 @@ func BenchmarkVerdictCalibration(b *testing.B) {
 			b.Fatalf("%s: %d pairs, want at least 60", f.Name(), len(base))
 		}
 		for _, k := range []int{10, 20, 30} {
-			var fp float64
-			for i := 0; i < b.N; i++ {
-				fp = falsePositives(base, build, k, 2000, rand.New(rand.NewPCG(7, uint64(k))))
-			}
-			b.ReportMetric(100*fp, "fp%/"+strconv.Itoa(k)+"pairs")
-			if fp > 0.05 {
-				b.Errorf("%s: %d pairs: false-positive rate %.1f%% > 5%%", f.Name(), k, 100*fp)
+			for _, subsets := range []bool{false, true} {
+				var fp float64
+				for i := 0; i < b.N; i++ {
+					fp = falsePositives(base, build, k, 4000, subsets, rand.New(rand.NewPCG(7, uint64(k))))
+				}
+				kind := "stretches"
+				if subsets {
+					kind = "subsets"
+				}
+				b.ReportMetric(100*fp, "fp%/"+strconv.Itoa(k)+"-pair-"+kind)
+				if fp > 0.05 {
+					b.Errorf("%s: %d-pair %s: false-positive rate %.1f%% > 5%%", f.Name(), k, kind, 100*fp)
+				}
 			}
 		}
 	}
