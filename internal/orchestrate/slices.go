@@ -307,8 +307,8 @@ func (c *SliceRun) pairedChanges() []Change {
 		out[i] = pairedChange(m.name, base, build)
 		if m.name == "peak_rss" && (out[i].Verdict == VerdictLower || out[i].Verdict == VerdictHigher) {
 			// Each build has one Relay process for the whole run, so
-			// pairing cannot tell the build's memory from the process's:
-			// an A/A run has shown two processes of one binary 1–2% apart.
+			// pairing cannot tell the build's memory from the process's
+			// (the A/A runs in docs/measurements.md show it).
 			out[i].Verdict += " (one process per build: may be the process, not the build)"
 		}
 	}
