@@ -140,8 +140,8 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 			return c
 		}
 	}
-	// A pair takes two slices and their catch-ups; the first one's length
-	// is the estimate for the rest.
+	// A pair takes two slices and their catch-ups: estimated until the
+	// first pair is measured, then the last pair's length.
 	pairTook := 2 * (cfg.Slice + 3*time.Second)
 	for pair := 1; ; pair++ {
 		if err := ctx.Err(); err != nil {
