@@ -131,3 +131,36 @@ func BenchmarkVerdictCalibration(b *testing.B) {
 		b.Skip("no recorded A/A run in testdata (aa-*.json)")
 	}
 }
+
+// TestPrecisionStopFalsePositives: an A/A comparison that adds pairs until
+// the interval is within ±P% (or 60 pairs) and is then judged. Judged on the
+// plain interval, stopping when it happens to be narrow calls a change more
+// often than 5%; the two-stage interval of pairedChangeStopped keeps it
+// within 5%.
+func TestPrecisionStopFalsePositives(t *testing.T) {
+	const runs, maxPairs, precision = 3000, 60, 4.0
+	rate := func(change func(metric string, base, build []float64) Change) float64 {
+		rng := rand.New(rand.NewPCG(11, 12))
+		hits := 0
+		for range runs {
+			var base, build []float64
+			var c Change
+			for range maxPairs {
+				base = append(base, math.Exp(rng.NormFloat64()*0.1))
+				build = append(build, math.Exp(rng.NormFloat64()*0.1))
+				if c = change("x", base, build); len(base) >= MinPairs && c.HalfWidth <= precision {
+					break
+				}
+			}
+			if c.Verdict == VerdictLower || c.Verdict == VerdictHigher {
+				hits++
+			}
+		}
+		return float64(hits) / runs
+	}
+	plain, stopped := rate(pairedChange), rate(pairedChangeStopped)
+	t.Logf("false positives under the precision rule: plain interval %.1f%%, two-stage %.1f%%", 100*plain, 100*stopped)
+	if stopped > 0.05 {
+		t.Errorf("two-stage interval under the precision rule: false-positive rate %.3f > 0.05", stopped)
+	}
+}

@@ -7,10 +7,10 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// MinPairs is how many pairs a paired change needs before the precision
-// rule may end a comparison: the t interval of fewer pairs is too wide to
-// trust its own width.
-const MinPairs = 5
+// MinPairs is how many pairs a comparison measures before the precision
+// rule may end it; their spread also sets the interval of a run the rule
+// may end (pairedChangeStopped).
+const MinPairs = 10
 
 // Change is one metric's change of a build against the baseline, from
 // pairs measured back to back: the geometric mean of the per-pair ratios
@@ -43,6 +43,22 @@ const (
 // values. Pairs with a value that is not positive are left out (a ratio
 // needs both).
 func pairedChange(metric string, base, build []float64) Change {
+	return pairedChangeFrom(metric, base, build, 0)
+}
+
+// pairedChangeStopped is pairedChange for a run that a precision rule may
+// end once the interval is narrow enough: stopping on the plain interval
+// calls an A/A run a change more often than 5%
+// (TestPrecisionStopFalsePositives). Its interval takes Student's t with
+// the first MinPairs pairs' degrees of freedom and the larger of their
+// spread and all pairs' (a two-stage interval in the manner of Stein's).
+func pairedChangeStopped(metric string, base, build []float64) Change {
+	return pairedChangeFrom(metric, base, build, MinPairs)
+}
+
+// pairedChangeFrom is pairedChange with, for n0 > 0, the two-stage
+// interval over the first n0 pairs.
+func pairedChangeFrom(metric string, base, build []float64, n0 int) Change {
 	c := Change{Metric: metric, Verdict: VerdictTooFewPairs}
 	var logs []float64
 	for i := range min(len(base), len(build)) {
@@ -55,7 +71,15 @@ func pairedChange(metric string, base, build []float64) Change {
 		return c
 	}
 	mean, sd := meanSD(logs)
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(c.Pairs - 1)}.Quantile(0.975)
+	df := float64(c.Pairs - 1)
+	if n0 > 0 {
+		if c.Pairs < n0 {
+			return c
+		}
+		_, sd0 := meanSD(logs[:n0])
+		sd, df = max(sd, sd0), float64(n0-1)
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
 	h := t * sd / math.Sqrt(float64(c.Pairs))
 	pct := func(x float64) float64 { return 100 * math.Expm1(x) }
 	c.Pct, c.Low, c.High = pct(mean), pct(mean-h), pct(mean+h)

@@ -56,7 +56,10 @@ type SliceRun struct {
 	Baseline string        `json:"baseline"`
 	Build    string        `json:"build"`
 	Slice    time.Duration `json:"slice_ns"`
-	Slices   []Slice       `json:"slices"`
+	// Precision is the half-width that may end the run (0: none); with it,
+	// the intervals are the two-stage ones a stopping rule needs.
+	Precision float64 `json:"precision,omitempty"`
+	Slices    []Slice `json:"slices"`
 	// Ended says what ended the comparison: "precision" (the interval on
 	// CPU per envelope reached Config.Precision), "budget", "interrupted",
 	// or "failed: …".
@@ -98,7 +101,7 @@ type sliceBuild struct {
 func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, budget time.Duration) *SliceRun {
 	cfg := r.cfg
 	start := time.Now()
-	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Idle: map[string]float64{}}
+	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Precision: cfg.Precision, Idle: map[string]float64{}}
 	rep.SliceRuns = append(rep.SliceRuns, c)
 	defer func() {
 		c.Took = time.Since(start)
@@ -304,7 +307,11 @@ func (c *SliceRun) pairedChanges() []Change {
 				base, build = append(base, m.of(*p[0])), append(build, m.of(*p[1]))
 			}
 		}
-		out[i] = pairedChange(m.name, base, build)
+		if c.Precision > 0 {
+			out[i] = pairedChangeStopped(m.name, base, build)
+		} else {
+			out[i] = pairedChange(m.name, base, build)
+		}
 		if m.name == "peak_rss" && (out[i].Verdict == VerdictLower || out[i].Verdict == VerdictHigher) {
 			// Each build has one Relay process for the whole run, so
 			// pairing cannot tell the build's memory from the process's
