@@ -7,17 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"github.com/relayload/relayload/internal/testutil"
 )
-
-// sleeping lists the live processes running `sleep secs`.
-func sleeping(secs string) []int {
-	return testutil.Pids(func(p procfs.Proc) bool {
-		st, err := p.Stat()
-		return err == nil && st.State != "Z" && testutil.CmdLine(p) == "sleep "+secs
-	})
-}
 
 // A binary that ignores --version and keeps running (testdata/hang.sh,
 // whose child holds its output) is asked for its version within about
@@ -47,7 +38,7 @@ func TestBuildThatIgnoresVersion(t *testing.T) {
 	select {
 	case res = <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatalf("Run still going after 20 s (the version probe hangs); left running: %v", sleeping("598.25"))
+		t.Fatalf("Run still going after 20 s (the version probe hangs); left running: %v", testutil.Sleeping("598.25"))
 	}
 	if res.err != nil || len(res.rep.Steps) != 1 || !res.rep.Steps[0].Failed {
 		t.Fatalf("err %v, report %+v", res.err, res.rep)
@@ -56,7 +47,7 @@ func TestBuildThatIgnoresVersion(t *testing.T) {
 	if !strings.Contains(strings.Join(res.rep.Notes, "\n"), `build hang answers --version with ""`) {
 		t.Errorf("no note on the version in %q", res.rep.Notes)
 	}
-	if left := sleeping("598.25"); len(left) > 0 {
+	if left := testutil.Sleeping("598.25"); len(left) > 0 {
 		t.Errorf("left running: %v", left)
 	}
 }

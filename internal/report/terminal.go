@@ -86,11 +86,7 @@ func (t *terminal) perRate() {
 		if multi {
 			row = append(row, p.Build)
 		}
-		c, e := cores(p.NetCores), msUnit(p.MsPerEnv)
-		if rounds && p.Runs > 1 {
-			c += fmt.Sprintf(" ±%.0f%%", p.CoresSpread/2)
-			e += fmt.Sprintf(" ±%.0f%%", p.MsPerEnvSpread/2)
-		}
+		c, e := costCells(p, rounds)
 		fwd, backlog := Num(p.ForwardedRate), Num(p.BacklogEnd)
 		if p.Verdict == orchestrate.VerdictFailed {
 			c, e, fwd, backlog = "–", "–", "–", "–"

@@ -387,11 +387,7 @@ func (pg *page) perRate() {
 		if multi {
 			row = append(row, p.Build)
 		}
-		c, e := cores(p.NetCores), msUnit(p.MsPerEnv)
-		if rounds && p.Runs > 1 {
-			c += fmt.Sprintf(" ±%.0f%%", p.CoresSpread/2)
-			e += fmt.Sprintf(" ±%.0f%%", p.MsPerEnvSpread/2)
-		}
+		c, e := costCells(p, rounds)
 		fwd, backlog, cu, slope := Num(p.ForwardedRate), Num(p.BacklogEnd), pointCatchUp(rep, p), mibPerSec(p.RSSSlope)
 		if p.Verdict == orchestrate.VerdictFailed {
 			c, e, fwd, backlog, cu, slope = "–", "–", "–", "–", "–", "–"
@@ -928,4 +924,15 @@ func chartLinks(w io.Writer, rep *orchestrate.Report, charts []string) {
 		}
 		fmt.Fprintf(w, "%s (%s)\n\n![step %d](%s)\n\n", caption, st.Verdict, st.Index, name)
 	}
+}
+
+// costCells are a point's Relay CPU and CPU per envelope, each with its
+// spread over the rounds when there were several.
+func costCells(p *orchestrate.Point, rounds bool) (cpu, perEnvelope string) {
+	cpu, perEnvelope = cores(p.NetCores), msUnit(p.MsPerEnv)
+	if rounds && p.Runs > 1 {
+		cpu += fmt.Sprintf(" ±%.0f%%", p.CoresSpread/2)
+		perEnvelope += fmt.Sprintf(" ±%.0f%%", p.MsPerEnvSpread/2)
+	}
+	return cpu, perEnvelope
 }

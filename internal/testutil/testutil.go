@@ -166,3 +166,12 @@ func CmdLine(p procfs.Proc) string {
 	}
 	return strings.Join(args, " ")
 }
+
+// Sleeping lists the live processes running `sleep secs`: the children a
+// test's scripts leave behind if a process group is not killed whole.
+func Sleeping(secs string) []int {
+	return Pids(func(p procfs.Proc) bool {
+		st, err := p.Stat()
+		return err == nil && st.State != "Z" && CmdLine(p) == "sleep "+secs
+	})
+}

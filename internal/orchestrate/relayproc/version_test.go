@@ -8,17 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"github.com/relayload/relayload/internal/testutil"
 )
-
-// sleeping lists the live processes running `sleep secs`.
-func sleeping(secs string) []int {
-	return testutil.Pids(func(p procfs.Proc) bool {
-		st, err := p.Stat()
-		return err == nil && st.State != "Z" && testutil.CmdLine(p) == "sleep "+secs
-	})
-}
 
 func TestProbeVersion(t *testing.T) {
 	dir := t.TempDir()
@@ -54,7 +45,7 @@ func TestProbeVersion(t *testing.T) {
 				t.Errorf("took %v for a 500ms bound", took)
 			}
 			if tc.secs != "" {
-				if left := sleeping(tc.secs); len(left) > 0 {
+				if left := testutil.Sleeping(tc.secs); len(left) > 0 {
 					t.Errorf("left running: %v", left)
 				}
 			}
@@ -72,7 +63,7 @@ func TestProbeVersionInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var seen []int // the probe's child, seen while it runs
 	time.AfterFunc(300*time.Millisecond, func() {
-		seen = sleeping("597.75")
+		seen = testutil.Sleeping("597.75")
 		cancel()
 	})
 	start := time.Now()
@@ -83,7 +74,7 @@ func TestProbeVersionInterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 3*time.Second {
 		t.Errorf("err %v after %v, want context.Canceled at once", err, time.Since(start))
 	}
-	if left := sleeping("597.75"); len(left) > 0 {
+	if left := testutil.Sleeping("597.75"); len(left) > 0 {
 		t.Errorf("left running: %v", left)
 	}
 }
