@@ -404,7 +404,7 @@ func EstimateSize(ctx context.Context, opts Options) (Estimate, error) {
 			strs += int64(len(e.UserAgent)) // else shared by the entries
 		}
 	}
-	// The envelope bytes, the gaps between them (under 3%) and each
+	// The envelope bytes, the small gaps between them and each
 	// worker's last chunks, partly used.
 	bytes := st.RawBytes
 	if opts.Encoding != compression.Identity {

@@ -30,7 +30,7 @@ type FlameOptions struct {
 	MinPercent float64
 	// MaxRects caps the number of frames drawn, the widest kept; default
 	// 8000. Tooltips are cut at 600 characters, so a box takes at most
-	// about 4 KB and the output is bounded (BenchmarkWriteFlameSVG).
+	// a few KB and the output is bounded (BenchmarkWriteFlameSVG).
 	MaxRects int
 	// Groups color the frames: a frame matching a group (the first, in
 	// order) gets that group's hue family, a frame matching none the hue
