@@ -1,0 +1,84 @@
+// Package capture keeps the envelopes a fake upstream receives, one
+// decoded .envelope file each, with a manifest that says where each came
+// from, so that they can be replayed later (blast --envelopes).
+package capture
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ManifestName is the manifest's file name in a capture directory: one
+// JSON Entry per line, in the order the envelopes were kept.
+const ManifestName = "manifest.jsonl"
+
+// Entry describes one kept envelope.
+type Entry struct {
+	// File is the envelope's file, relative to the capture directory: the
+	// envelope as received, decompressed.
+	File       string    `json:"file"`
+	Route      string    `json:"route"` // "envelope": /api/<project_id>/envelope/
+	ReceivedAt time.Time `json:"received_at"`
+	ProjectID  int64     `json:"project_id"`
+	PublicKey  string    `json:"public_key"`
+	// FromRelay is true for a Relay's signed forward, false for an SDK
+	// that sent straight to the fake upstream.
+	FromRelay    bool   `json:"from_relay"`
+	UserAgent    string `json:"user_agent,omitempty"`
+	ForwardedFor string `json:"forwarded_for,omitempty"`
+	// Encoding is the request's Content-Encoding ("" for none).
+	Encoding string `json:"content_encoding,omitempty"`
+	// Items counts the envelope's items by type.
+	Items map[string]int `json:"items"`
+	// Bytes is the decoded envelope's size, WireBytes the body as sent.
+	Bytes     int `json:"bytes"`
+	WireBytes int `json:"wire_bytes"`
+}
+
+// MaxManifestLine bounds one manifest line when reading.
+const MaxManifestLine = 1 << 20
+
+// ReadManifest reads dir's manifest. A manifest that is missing is
+// reported with an error that matches os.ErrNotExist.
+func ReadManifest(dir string) ([]Entry, error) {
+	f, err := os.Open(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	defer f.Close()
+	return DecodeManifest(f)
+}
+
+// DecodeManifest reads manifest lines from r. Errors name the line.
+func DecodeManifest(r io.Reader) ([]Entry, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxManifestLine)
+	var out []Entry
+	for line := 1; sc.Scan(); line++ {
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("capture: manifest line %d: %w", line, err)
+		}
+		if e.File == "" || filepath.IsAbs(e.File) || e.File != filepath.Base(e.File) {
+			return nil, fmt.Errorf("capture: manifest line %d: file %q: want a file name in the capture directory", line, e.File)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("capture: manifest line %d: longer than %d bytes", len(out)+1, MaxManifestLine)
+		}
+		return nil, fmt.Errorf("capture: manifest: %w", err)
+	}
+	return out, nil
+}
