@@ -5,6 +5,7 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,30 +56,70 @@ func ReadManifest(dir string) ([]Entry, error) {
 	return DecodeManifest(f)
 }
 
-// DecodeManifest reads manifest lines from r. Errors name the line.
+// DecodeManifest reads manifest lines from r. Errors name the line. A
+// last line with no newline that does not decode is the tail of a capture
+// killed mid-write and is left out, so such a capture reads up to its last
+// whole line.
 func DecodeManifest(r io.Reader) ([]Entry, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxManifestLine)
+	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Entry
-	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
+	var buf []byte
+	for line := 1; ; line++ {
+		b, whole, err := readLine(br, buf[:0])
+		buf = b
+		if err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				return nil, fmt.Errorf("capture: manifest line %d: longer than %d bytes", line, MaxManifestLine)
+			}
+			return nil, fmt.Errorf("capture: manifest: %w", err)
+		}
 		if len(b) == 0 {
+			if !whole {
+				return out, nil
+			}
 			continue
 		}
 		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
+			if !whole {
+				return out, nil
+			}
 			return nil, fmt.Errorf("capture: manifest line %d: %w", line, err)
 		}
-		if e.File == "" || filepath.IsAbs(e.File) || e.File != filepath.Base(e.File) {
+		if !fileName(e.File) {
 			return nil, fmt.Errorf("capture: manifest line %d: file %q: want a file name in the capture directory", line, e.File)
 		}
 		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("capture: manifest line %d: longer than %d bytes", len(out)+1, MaxManifestLine)
+		if !whole {
+			return out, nil
 		}
-		return nil, fmt.Errorf("capture: manifest: %w", err)
 	}
-	return out, nil
+}
+
+// readLine appends the next line of br to b, without its newline; whole
+// is false at the end of the input (b then holds any unterminated tail).
+// A line over MaxManifestLine is bufio.ErrTooLong.
+func readLine(br *bufio.Reader, b []byte) (line []byte, whole bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(b)+len(chunk) > MaxManifestLine+1 || len(b)+len(chunk) > MaxManifestLine && !bytes.HasSuffix(chunk, []byte{'\n'}) {
+			return b, false, bufio.ErrTooLong
+		}
+		b = append(b, chunk...)
+		switch {
+		case err == nil:
+			return b[:len(b)-1], true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			return b, false, nil
+		default:
+			return b, false, err
+		}
+	}
+}
+
+// fileName reports whether name names a file in the capture directory.
+func fileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !filepath.IsAbs(name) && name == filepath.Base(name)
 }
