@@ -250,6 +250,7 @@ func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, relea
 type heldBody struct {
 	buf   *[]byte
 	large bool
+	wire  int // the body's length as received
 }
 
 // readDecodedAs is readDecoded for a parsed Content-Encoding, without a
@@ -269,7 +270,7 @@ func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.E
 		}
 		return nil, heldBody{}, e
 	}
-	held = heldBody{buf: bp, large: large}
+	held = heldBody{buf: bp, large: large, wire: len(*bp)}
 	if enc == compression.Identity {
 		body, e = s.decodeBody(c, enc, *bp, nil)
 	} else {

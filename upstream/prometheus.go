@@ -84,6 +84,13 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 	p.counter("http_write_timeouts_total", "Connections whose answer missed its write deadline.", h.WriteTimeouts)
 	p.labelled("http_error_log_total", "Lines of Go's HTTP server error log, by class.", "class", h.ErrorLog)
 
+	if c := st.Capture; c != nil {
+		p.counter("capture_kept_total", "Envelopes kept by the capture.", c.Kept)
+		p.counter("capture_kept_bytes_total", "Decoded bytes of the envelopes kept by the capture.", c.KeptBytes)
+		p.labelled("capture_skipped_total", "Envelopes the capture did not keep, by why: over its bounds (max) or thinned out (every).", "reason", map[string]int64{"max": c.SkippedMax, "every": c.SkippedEvery})
+		p.counter("capture_errors_total", "Envelopes the capture failed to write.", c.Errors)
+	}
+
 	p.header("requests_total", "Requests by route and status.", "counter")
 	for _, route := range sortedKeys(st.Requests) {
 		codes := st.Requests[route]

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/relayload/relayload/internal/capture"
 )
 
 // richStats has a non-zero value in every field of the /stats JSON, label
@@ -44,6 +46,7 @@ func richStats() Stats {
 		Panics:   40,
 		HTTPLayer: HTTPLayer{Connections: 41, ClosedBeforeRequest: 42, ClosedMidHeader: 43, HeaderTimeouts: 44,
 			Rejected: map[string]int64{"400": 45, "431": 46}, WriteTimeouts: 47, ErrorLog: map[string]int64{"tls_handshake": 48}},
+		Capture: &capture.Stats{Kept: 49, KeptBytes: 50, SkippedMax: 51, SkippedEvery: 52, Errors: 53, LastError: "capture: disk full"},
 	}
 }
 
@@ -197,6 +200,7 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
 		"/outcomes/folded":        "outcomes_folded_total",
 		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
+		"/capture/kept": "capture_kept_total", "/capture/kept_bytes": "capture_kept_bytes_total", "/capture/errors": "capture_errors_total",
 	}
 	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}
 	labelled := map[string][2]string{ // JSON map → metric, label
@@ -231,6 +235,10 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 			check(path, series(labelled[dir][0], labelled[dir][1], last), num)
 		case dir == "/http_layer" && httpClosed[last] != "":
 			check(path, series("http_layer_closed_total", "when", httpClosed[last]), num)
+		case path == "/capture/last_error":
+			// Text: in the JSON only.
+		case dir == "/capture" && strings.HasPrefix(last, "skipped_"):
+			check(path, series("capture_skipped_total", "reason", strings.TrimPrefix(last, "skipped_")), num)
 		case dir == "/signatures":
 			check(path, series("signatures_total", "result", signatures[last]), num)
 		case len(seg) == 3 && seg[0] == "bytes_by_encoding":

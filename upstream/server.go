@@ -24,15 +24,15 @@
 //	GET  /projects[?origin=http://host:port] the projects with ready-made DSNs
 //	GET|POST /control                        fault injection (see Faults)
 //
-// An envelope is checked in this order, then counted, then answered:
-// injected faults, method, Content-Encoding, relay id and signature (when
-// X-Sentry-Relay-Id is present; Relay signs forwards over empty data),
-// project id, body size and decoding, framing (at most MaxEnvelopeItems
-// items), project key, Relay's per-type item limits, and the outcome
-// carriers it holds. A refused request is answered 4xx JSON {"detail",
-// "causes"} and counted by reason in Stats.Errors; a panic is recovered,
-// counted and answered 500. /control and /stats/reset answer only the
-// clients in Config.ControlFrom.
+// An envelope is checked in this order, then counted (and kept, with
+// Config.Capture), then answered: injected faults, method,
+// Content-Encoding, relay id and signature (when X-Sentry-Relay-Id is
+// present; Relay signs forwards over empty data), project id, body size
+// and decoding, framing (at most MaxEnvelopeItems items), project key,
+// Relay's per-type item limits, and the outcome carriers it holds. A
+// refused request is answered 4xx JSON {"detail", "causes"} and counted by
+// reason in Stats.Errors; a panic is recovered, counted and answered 500.
+// /control and /stats/reset answer only the clients in Config.ControlFrom.
 package upstream
 
 import (
@@ -49,6 +49,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/projects"
@@ -120,6 +121,10 @@ type Config struct {
 
 	// Now is the clock (time.Now if nil); tests move it.
 	Now func() time.Time
+
+	// Capture, when set, keeps every envelope accepted (package capture);
+	// its owner closes it after the server.
+	Capture *capture.Writer
 }
 
 // Server is a running fake upstream (Start). All methods are safe for

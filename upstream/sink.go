@@ -11,6 +11,7 @@ import (
 
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/canary"
+	"github.com/relayload/relayload/internal/capture"
 )
 
 // handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/:
@@ -67,6 +68,11 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 		return e
 	}
 	s.count(c, pidx, fromRelay, decoded, sum, at)
+	if s.cfg.Capture != nil {
+		s.cfg.Capture.Keep(capture.Entry{Route: routeNames[routeEnvelope], ReceivedAt: at, ProjectID: pid, PublicKey: key,
+			FromRelay: fromRelay, UserAgent: h.Get("User-Agent"), ForwardedFor: h.Get("X-Forwarded-For"),
+			Encoding: string(enc), Items: capture.ItemCounts(sum.Items), WireBytes: held.wire}, decoded)
+	}
 	if outcomes != nil {
 		outcomes.count(c)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/canary"
+	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/projects"
 )
@@ -316,6 +317,9 @@ type Stats struct {
 	// HTTPLayer counts what Go's HTTP server rejected or cut before a
 	// handler saw the request (httplayer.go).
 	HTTPLayer HTTPLayer `json:"http_layer"`
+	// Capture counts what Config.Capture kept, since start: a reset does
+	// not unkeep envelopes (nil without a capture).
+	Capture *capture.Stats `json:"capture,omitempty"`
 }
 
 // Registrations counts the two registration steps.
@@ -400,7 +404,7 @@ const topProjects = 20
 func (c *counters) snapshot(s *Server) Stats {
 	now := s.now() // the clock s.started and c.started were read from
 	items, records := c.itemsByType()
-	return Stats{
+	st := Stats{
 		UptimeSeconds:     now.Sub(s.started).Seconds(),
 		SinceResetSeconds: now.Sub(c.started).Seconds(),
 		Registrations: Registrations{
@@ -435,6 +439,11 @@ func (c *counters) snapshot(s *Server) Stats {
 		Panics:            c.panics.Load(),
 		HTTPLayer:         c.http.snapshot(),
 	}
+	if s.cfg.Capture != nil {
+		cs := s.cfg.Capture.Stats()
+		st.Capture = &cs
+	}
+	return st
 }
 
 // itemsByType returns the item and record counts of every item type seen.

@@ -29,12 +29,15 @@ func help() cli.Help {
 				Command: "fake-upstream --relay-credentials relay-conf/credentials.json --projects 500"},
 			{What: "An outage of 10 s, 5 s after it starts listening",
 				Command: "fake-upstream --listen 127.0.0.1:0 --fault outage=10s@5s"},
+			{What: "Keep one envelope in 10, up to 10000 or 512 MiB, in captured/ to replay later",
+				Command: "fake-upstream --capture captured --capture-max 10000,512MiB --capture-every 10"},
 		},
 		Groups: []cli.Group{
 			{Title: "Listening", Flags: []string{"listen", "control-from", "shutdown-timeout", "max-wire-bytes", "max-decoded-bytes"}},
 			{Title: "Projects and relays", Flags: []string{"projects", "seed", "relay-credentials", "deny-relays", "verify-signatures",
 				"signature-max-age", "registration-max-age", "pending-for", "inbound-filters", "quota", "quotas"}},
 			{Title: "Faults", Flags: []string{"fault", "faults", "latency", "inject", "global-pending", "relay-stop"}},
+			{Title: "Capture (envelopes kept to replay later)", Flags: []string{"capture", "capture-max", "capture-every"}},
 		},
 		After: "Route names for --latency and --inject: " + strings.Join(upstream.RouteNames(), ", ") + ", or * for all.\n\n" +
 			"Exit status: 0 stopped by SIGINT/SIGTERM, 1 failed while serving, 2 bad usage (a flag, or an address it cannot listen on).",
@@ -48,7 +51,8 @@ func main() {
 // configFlags name upstream.Config's fields as the flags that set them.
 var configFlags = map[string]string{
 	"Addr": "--listen", "PendingFor": "--pending-for", "ControlFrom": "--control-from",
-	"Faults": "--faults",
+	"Faults": "--faults", "Dir": "--capture", "MaxCount": "--capture-max", "MaxBytes": "--capture-max",
+	"Every": "--capture-every",
 }
 
 // run parses the flags, builds the server and serves until SIGINT/SIGTERM.

@@ -2,17 +2,23 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/testutil"
 )
@@ -63,7 +69,7 @@ func TestHelp(t *testing.T) {
 	if err := run([]string{"--help"}, &out, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-fault", "outage=10s[:refuse|hang|unavailable]", "-max-decoded-bytes", "envelope", "Exit status", "-control-from", "not loopback", "upstream/README.md", "Examples:", "Faults:", "Route names for --latency and --inject: register_challenge"} {
+	for _, want := range []string{"managed mode", "-listen", "-verify-signatures", "-relay-credentials", "-pending-for", "-quota", "-inbound-filters", "-inject", "-latency", "-fault", "outage=10s[:refuse|hang|unavailable]", "-max-decoded-bytes", "envelope", "Exit status", "-control-from", "not loopback", "upstream/README.md", "Examples:", "Faults:", "Route names for --latency and --inject: register_challenge", "--capture DIR", "--capture-max N[,SIZE]", "--capture-every N", "Capture"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -353,5 +359,135 @@ func TestHelpGroups(t *testing.T) {
 	fs := o.flagSet()
 	if err := help().Check(fs); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCaptureBadFlags: bad capture flags are one line and exit 2, naming
+// the flag, and leave no capture behind.
+func TestCaptureBadFlags(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	os.WriteFile(file, nil, 0o644)
+	old := filepath.Join(tmp, "old")
+	os.Mkdir(old, 0o755)
+	os.WriteFile(filepath.Join(old, capture.ManifestName), nil, 0o644)
+	fresh := filepath.Join(tmp, "fresh")
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--capture", fresh, "--capture-max", "0"}, "--capture-max: capture bound \"0\""},
+		{[]string{"--capture", fresh, "--capture-max", "lots"}, "--capture-max"},
+		{[]string{"--capture", fresh, "--capture-max", "10,"}, "--capture-max"},
+		{[]string{"--capture", fresh, "--capture-max", "10,0"}, "--capture-max"},
+		{[]string{"--capture", fresh, "--capture-every", "0"}, "--capture-every 0: want 1 or more"},
+		{[]string{"--capture", fresh, "--capture-every", "x"}, "--capture-every"},
+		{[]string{"--capture-max", "10"}, "need --capture DIR"},
+		{[]string{"--capture-every", "2"}, "need --capture DIR"},
+		{[]string{"--capture", file}, "--capture: " + file + " is a file"},
+		{[]string{"--capture", old}, "--capture: " + old + " already holds a capture"},
+	} {
+		var out, errb strings.Builder
+		code := cli.Exit("fake-upstream", run(c.args, &out, &errb), &errb, configFlags)
+		lines := strings.Split(strings.TrimRight(errb.String(), "\n"), "\n")
+		if code != cli.Usage || len(lines) != 1 || !strings.Contains(lines[0], c.says) || !strings.HasSuffix(lines[0], " (see --help)") {
+			t.Errorf("%v: exit %d, stderr %q: want exit 2 and one line with %q", c.args, code, errb.String(), c.says)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(fresh, capture.ManifestName)); err == nil {
+		t.Error("a refused command line left a manifest")
+	}
+}
+
+// TestCaptureProcess: the real binary with --capture keeps the envelopes
+// an SDK sends it with a DSN from /projects, shows the counts in /stats,
+// and on SIGTERM closes the capture and sums it up in one stderr line.
+func TestCaptureProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "captured")
+	cmd := exec.Command(binary(t), "--listen", "127.0.0.1:0", "--projects", "2", "--capture", dir, "--capture-max", "3,1MiB", "--capture-every", "2")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill() // on a failure before the end
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + strings.TrimSpace(line)
+	resp, err := http.Get(base + "/projects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []struct {
+		ID        int64  `json:"id"`
+		PublicKey string `json:"public_key"`
+		DSN       string `json:"dsn"`
+	}
+	json.NewDecoder(resp.Body).Decode(&ps)
+	resp.Body.Close()
+	if len(ps) != 2 {
+		t.Fatalf("projects %+v", ps)
+	}
+	var sent [][]byte
+	for i := range 10 {
+		p := ps[i%2]
+		raw := []byte(fmt.Sprintf("{\"dsn\":%q}\n{\"type\":\"event\"}\n{\"message\":\"%d\"}\n", p.DSN, i))
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(raw)
+		zw.Close()
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/%d/envelope/", base, p.ID), &gz)
+		req.Header.Set("X-Sentry-Auth", "Sentry sentry_key="+p.PublicKey+", sentry_version=7")
+		req.Header.Set("Content-Encoding", "gzip")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("envelope %d: %s", i, resp.Status)
+		}
+		sent = append(sent, raw)
+	}
+	resp, err = http.Get(base + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Capture capture.Stats }
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	// Every 2: envelopes 0, 2, 4 are kept, 6 and 8 are over the bound.
+	if c := st.Capture; c.Kept != 3 || c.SkippedEvery != 5 || c.SkippedMax != 2 || c.Errors != 0 {
+		t.Errorf("/stats capture %+v", c)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit %v; stderr %s", err, stderr.String())
+	}
+	last := strings.TrimSpace(stderr.String())
+	last = last[strings.LastIndexByte(last, '\n')+1:]
+	wantLine := fmt.Sprintf("fake-upstream: kept 3 envelopes (%d B) in %s, skipped 7 (2 over the bounds, 5 thinned out)", len(sent[0])+len(sent[2])+len(sent[4]), dir)
+	if last != wantLine {
+		t.Errorf("last stderr line %q\nwant %q", last, wantLine)
+	}
+	entries, err := capture.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("%d manifest entries, want 3", len(entries))
+	}
+	for k, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ps[0] // the even envelopes went to the first project
+		if !bytes.Equal(b, sent[2*k]) || e.ProjectID != p.ID || e.PublicKey != p.PublicKey || e.FromRelay || e.Encoding != "gzip" || e.Items["event"] != 1 {
+			t.Errorf("entry %d: %+v, file %q; want envelope %d", k, e, b, 2*k)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/cli/upstreamflag"
 	"github.com/relayload/relayload/projects"
@@ -38,6 +39,9 @@ type options struct {
 	injects        cli.Repeated
 	controlFrom    cli.Repeated
 	timed          *upstreamflag.FaultSpec // --fault, parsed
+	captureDir     string
+	captureMax     string
+	captureEvery   int
 }
 
 // flagSet defines every flag on a new flag set that fills o.
@@ -66,6 +70,9 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.Var(&o.controlFrom, "control-from", "networks whose clients may use /control and /stats/reset, as CIDRs (repeatable or comma-separated, e.g. 10.0.0.0/8,127.0.0.1/32); default loopback only (127.0.0.0/8, ::1); others get 403")
 	fs.Var(sizeFlag{&o.maxWire}, "max-wire-bytes", "cap on request bodies as received (accepts 16MiB, 20MB, 1048576)")
 	fs.Var(sizeFlag{&o.maxDecoded}, "max-decoded-bytes", "cap on request bodies after Content-Encoding; larger bodies get 413")
+	fs.StringVar(&o.captureDir, "capture", "", "keep every envelope accepted in directory `DIR`, decoded, one .envelope file each, listed in DIR/manifest.jsonl (DIR is created if missing and must not hold a capture already)")
+	fs.StringVar(&o.captureMax, "capture-max", "", "bound the capture to `N[,SIZE]`: N envelopes, SIZE decoded bytes, e.g. 10000 or 10000,1GiB or ,512MiB; the first envelope beyond either ends it (default 100000,1GiB)")
+	fs.IntVar(&o.captureEvery, "capture-every", 1, "keep one envelope of every N accepted; 1 keeps all")
 	return fs
 }
 
@@ -112,8 +119,33 @@ func (o *options) config() (upstream.Config, error) {
 	if cfg.Quotas, err = o.quotas(); err != nil {
 		return cfg, err
 	}
-	cfg.Faults, err = o.faults()
+	if cfg.Faults, err = o.faults(); err != nil {
+		return cfg, err
+	}
+	cfg.Capture, err = o.capture()
 	return cfg, err
+}
+
+// capture checks the capture flags and makes the capture writer (nil
+// without --capture); it is last, as it creates the directory.
+func (o *options) capture() (*capture.Writer, error) {
+	if o.captureEvery < 1 {
+		return nil, fmt.Errorf("--capture-every %d: want 1 or more", o.captureEvery)
+	}
+	if o.captureDir == "" {
+		if o.captureMax != "" || o.captureEvery != 1 {
+			return nil, fmt.Errorf("--capture-max and --capture-every need --capture DIR")
+		}
+		return nil, nil
+	}
+	cc := capture.Config{Dir: o.captureDir, Every: o.captureEvery}
+	if o.captureMax != "" {
+		var err error
+		if cc.MaxCount, cc.MaxBytes, err = upstreamflag.ParseCaptureMax(o.captureMax); err != nil {
+			return nil, fmt.Errorf("--capture-max: %w", err)
+		}
+	}
+	return capture.New(cc)
 }
 
 // relays reads the --relay-credentials files (nil without any).

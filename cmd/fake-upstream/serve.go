@@ -19,7 +19,8 @@ import (
 
 // serve starts the fake upstream on cfg.Addr, prints the address as the
 // first stdout line and serves until SIGINT or SIGTERM; then requests in
-// flight get up to grace to finish, and the final stats go to stderr. A
+// flight get up to grace to finish, the final stats go to stderr, and a
+// capture (cfg.Capture) is closed and summed up in one line. A
 // timed fault (--fault) begins at its start after listening and ends after
 // its duration, on top of the faults in effect.
 func serve(cfg upstream.Config, grace time.Duration, timed *upstreamflag.FaultSpec, stdout, stderr io.Writer) error {
@@ -48,6 +49,12 @@ func serve(cfg upstream.Config, grace time.Duration, timed *upstreamflag.FaultSp
 	_ = srv.Shutdown(sctx)
 	final, _ := json.Marshal(srv.Stats())
 	fmt.Fprintf(stderr, "fake-upstream: shut down; final stats: %s\n", final)
+	if w := cfg.Capture; w != nil {
+		if err := w.Close(); err != nil {
+			fmt.Fprintf(stderr, "fake-upstream: %v\n", err)
+		}
+		fmt.Fprintln(stderr, "fake-upstream: "+w.Summary())
+	}
 	return nil
 }
 

@@ -16,7 +16,9 @@ import (
 )
 
 // ManifestName is the manifest's file name in a capture directory: one
-// JSON Entry per line, in the order the envelopes were kept.
+// JSON Entry per line, in the order the envelopes' files were finished
+// (which, with envelopes kept concurrently, may differ a little from the
+// order of their numbers).
 const ManifestName = "manifest.jsonl"
 
 // Entry describes one kept envelope.

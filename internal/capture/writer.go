@@ -59,7 +59,9 @@ type Stats struct {
 // named %08d.envelope by the order they were taken in, and a manifest line
 // for each once its file is whole. It buffers nothing beyond the envelope
 // being written, and a failed write is counted, never returned: the caller
-// (a server answering a request) carries on. Safe for concurrent use.
+// (a server answering a request) carries on, and the failed envelope's
+// number is left unused. Safe for concurrent use; files are written in
+// parallel, manifest lines one at a time.
 type Writer struct {
 	cfg Config
 
@@ -187,6 +189,9 @@ func (w *Writer) Keep(meta Entry, decoded []byte) {
 	meta.Bytes = len(decoded)
 	if meta.ReceivedAt.IsZero() {
 		meta.ReceivedAt = time.Now()
+	}
+	if strings.EqualFold(meta.Encoding, "identity") {
+		meta.Encoding = "" // identity is no coding
 	}
 	clipEntry(&meta)
 	err := w.write(&meta, decoded)
