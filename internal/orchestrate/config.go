@@ -43,7 +43,7 @@ const (
 	DefaultMaxP99          = time.Second
 	DefaultFindMaxProbes   = 7
 	// DefaultSlice and DefaultBudget shape a comparison in slices.
-	DefaultSlice          = 10 * time.Second
+	DefaultSlice          = 3 * time.Second
 	DefaultBudget         = 10 * time.Minute
 	DefaultSampleInterval = 100 * time.Millisecond
 	// DefaultMaxCatchUp bounds the time from blast's end until the last
@@ -105,7 +105,7 @@ type Config struct {
 	// long-lived Relay each, per rate, instead of in steps (slices.go): pairs
 	// are added until the change in CPU per envelope is known to within
 	// Precision (a fraction; 0: never), or Budget is spent (split evenly
-	// over the rates; default 10 min). Slice defaults to 10 s.
+	// over the rates; default 10 min). Slice defaults to DefaultSlice.
 	Slices    bool
 	Slice     time.Duration
 	Precision float64

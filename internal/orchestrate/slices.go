@@ -14,11 +14,12 @@ import (
 // upstream once per rate, warms both and measures each one's idle CPU,
 // then sends the traffic to one build at a time in short slices, in pairs
 // whose order alternates (ABBA), so that the machine's drift falls on both
-// builds alike and each pair's ratio cancels it. A slice is measured from
-// its Relay's process over the slice and its catch-up (the drain), net of
-// that Relay's idle CPU, which is measured afresh over every slice of the
-// other build. Pairs are added until the change in CPU per envelope is
-// known to within Config.Precision, or Config.Budget is spent.
+// builds alike and each pair's ratio cancels it. The slices of a pair run
+// back to back, without waiting for either Relay to catch up: each build is
+// measured from its Relay's process over the whole pair (see runPair), so
+// a pair spans a few seconds and a budget holds many of them. Pairs are
+// added until the change in CPU per envelope is known to within
+// Config.Precision, or Config.Budget is spent.
 
 // Slice is one build driven for one slice of a comparison.
 type Slice struct {
@@ -26,16 +27,14 @@ type Slice struct {
 	Pair  int    `json:"pair"` // 1-based
 	// Sent and OK are blast's requests sent and accepted (2xx) in the
 	// slice; Forwarded the data envelopes the build's upstream received
-	// from the slice's start until its catch-up ended.
+	// over the pair.
 	Sent      int64 `json:"sent"`
 	OK        int64 `json:"ok"`
 	Forwarded int64 `json:"forwarded"`
-	// Elapsed covers the slice and its catch-up; Settled is false when the
-	// catch-up hit Config.DrainTimeout.
+	// Elapsed is the pair: this slice and the other build's.
 	Elapsed time.Duration `json:"elapsed_ns"`
-	Settled bool          `json:"settled"`
 	// CPUSecs is Relay's CPU over Elapsed; IdleCores the idle CPU taken off
-	// it (measured over the other build's previous slice).
+	// it (measured before the first slice).
 	CPUSecs   float64 `json:"cpu_s"`
 	IdleCores float64 `json:"idle_cores"`
 	// The slice's figures, each a metric of the comparison; Cores is over
@@ -145,7 +144,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 	}
 	// A pair takes two slices and their catch-ups: estimated until the
 	// first pair is measured, then the last pair's length.
-	pairTook := 2 * (cfg.Slice + 3*time.Second)
+	pairTook := 2*cfg.Slice + time.Second
 	for pair := 1; ; pair++ {
 		if err := ctx.Err(); err != nil {
 			c.Ended = "interrupted"
@@ -160,14 +159,12 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 		if pair%2 == 0 {
 			order = []int{1, 0}
 		}
-		for _, i := range order {
-			sl, err := r.runSlice(ctx, bs[i], bs[1-i], rate, pair)
-			if err != nil {
-				c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s in pair %d (%s)", err, pair, bs[i].s.build.Name))
-				return c
-			}
-			c.Slices = append(c.Slices, sl)
+		sls, err := r.runPair(bs, order, rate, pair)
+		if err != nil {
+			c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s in pair %d", err, pair))
+			return c
 		}
+		c.Slices = append(c.Slices, sls[order[0]], sls[order[1]])
 		pairTook = time.Since(t0)
 		if cfg.Precision > 0 {
 			if ch := c.pairedChanges(); ch[0].Pairs >= MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
@@ -187,68 +184,72 @@ func (r *runner) sliceEnd(ctx context.Context, failed string) string {
 	return failed
 }
 
-// runSlice drives build b for one slice while other idles, and measures
-// both: b's cost and other's idle CPU.
-func (r *runner) runSlice(ctx context.Context, b, other *sliceBuild, rate float64, pair int) (Slice, error) {
-	cfg, s := r.cfg, b.s
-	sl := Slice{Build: s.build.Name, Pair: pair}
-	if err := s.check(); err != nil {
+// runPair drives the two builds one slice each, in order, back to back,
+// and measures each build over the whole pair: its own slice, its catch-up
+// during the other's slice and its idle. Work that spills past the pair's
+// end is counted in the next pair, whose order alternates, so nothing is
+// lost and neither build gains; a pair spans one short stretch of time, so
+// the machine's state changes little between the two builds.
+func (r *runner) runPair(bs [2]*sliceBuild, order []int, rate float64, pair int) ([2]Slice, error) {
+	var sl [2]Slice
+	var at [3][2]relayproc.Sample
+	var fwd [3][2]int64
+	var instr [3][2]uint64
+	read := func(k int) error {
+		for i, b := range bs {
+			if err := b.s.check(); err != nil {
+				return err
+			}
+			if b.instr != nil {
+				instr[k][i], _ = b.instr.Read()
+			}
+			smp, err := b.s.sampler.Read()
+			if err != nil {
+				return fmt.Errorf("reading Relay's CPU: %w", err)
+			}
+			at[k][i], fwd[k][i] = smp, b.s.up.Stats().DataEnvelopes
+		}
+		return nil
+	}
+	if err := read(0); err != nil {
 		return sl, err
 	}
-	if err := other.s.check(); err != nil {
-		return sl, err
+	for k, i := range order {
+		s := bs[i].s
+		sl[i] = Slice{Build: s.build.Name, Pair: pair}
+		if err := s.sampler.ResetPeakRSS(); err != nil {
+			r.note("a slice's peak RSS covers the whole comparison: " + err.Error())
+		}
+		res, err := r.sliceTraffic(s, rate)
+		if err != nil {
+			return sl, fmt.Errorf("blast (%s): %w", s.build.Name, err)
+		}
+		if err := read(k + 1); err != nil {
+			return sl, err
+		}
+		sl[i].Sent, sl[i].OK = res.Sent, res.OK
+		sl[i].Cores = relayproc.Cores(at[k][i], at[k+1][i]) - bs[i].idle
+		if res.Latency.Count() > 0 {
+			sl[i].P99 = res.Latency.QuantileMillis(0.99)
+		}
+		if peak, err := s.sampler.PeakRSS(); err == nil {
+			sl[i].PeakRSS = peak
+		}
 	}
-	s.up.ResetStats()
-	if err := s.sampler.ResetPeakRSS(); err != nil {
-		r.note("a slice's peak RSS covers the whole comparison: " + err.Error())
+	for _, i := range order {
+		x, b := &sl[i], bs[i]
+		x.Elapsed = time.Duration(at[2][i].At - at[0][i].At)
+		x.CPUSecs = at[2][i].CPU - at[0][i].CPU
+		x.IdleCores = b.idle
+		x.Forwarded = fwd[2][i] - fwd[0][i]
+		if x.Forwarded > 0 {
+			x.MsPerEnv = (x.CPUSecs - b.idle*x.Elapsed.Seconds()) * 1000 / float64(x.Forwarded)
+		}
+		x.ForwardedRate = float64(x.Forwarded) / r.cfg.Slice.Seconds()
+		x.InstrPerEnv = perfcount.PerEnvelope(instr[0][i], instr[2][i], x.Forwarded)
+		r.logf("  pair %d, %s: %.3f ms/envelope, %.3f cores, forwarded %d of %d sent, p99 %.1f ms",
+			pair, x.Build, x.MsPerEnv, x.Cores, x.Forwarded, x.Sent, x.P99)
 	}
-	var ia, iz uint64
-	if b.instr != nil {
-		ia, _ = b.instr.Read()
-	}
-	a, errA := s.sampler.Read()
-	oa, errO := other.s.sampler.Read()
-	if errA != nil || errO != nil {
-		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errA, errO))
-	}
-	res, err := r.sliceTraffic(s, rate)
-	if err != nil {
-		return sl, fmt.Errorf("blast: %w", err)
-	}
-	m, errM := s.sampler.Read()
-	d := r.drain(s.ctx, s.up, res.OK, false, time.Now())
-	if err := s.check(); err != nil {
-		return sl, err
-	}
-	z, errZ := s.sampler.Read()
-	oz, errOZ := other.s.sampler.Read()
-	if b.instr != nil {
-		iz, _ = b.instr.Read()
-	}
-	if errM != nil || errZ != nil || errOZ != nil {
-		return sl, fmt.Errorf("reading Relay's CPU: %v", firstErr(errM, errZ, errOZ))
-	}
-	st := s.up.Stats()
-	sl.Sent, sl.OK, sl.Forwarded = res.Sent, res.OK, st.DataEnvelopes
-	sl.Elapsed, sl.Settled = time.Duration(z.At-a.At), d.Settled
-	sl.CPUSecs = z.CPU - a.CPU
-	sl.IdleCores = b.idle
-	secs := sl.Elapsed.Seconds()
-	sl.Cores = relayproc.Cores(a, m) - b.idle
-	if sl.Forwarded > 0 {
-		sl.MsPerEnv = (sl.CPUSecs - b.idle*secs) * 1000 / float64(sl.Forwarded)
-	}
-	sl.ForwardedRate = float64(sl.Forwarded) / cfg.Slice.Seconds()
-	sl.InstrPerEnv = perfcount.PerEnvelope(ia, iz, sl.Forwarded)
-	if res.Latency.Count() > 0 {
-		sl.P99 = res.Latency.QuantileMillis(0.99)
-	}
-	if peak, err := s.sampler.PeakRSS(); err == nil {
-		sl.PeakRSS = peak
-	}
-	other.idle = relayproc.Cores(oa, oz)
-	r.logf("  pair %d, %s: %.3f ms/envelope, %.3f cores, forwarded %d of %d sent, p99 %.1f ms",
-		pair, sl.Build, sl.MsPerEnv, sl.Cores, sl.Forwarded, sl.Sent, sl.P99)
 	return sl, nil
 }
 

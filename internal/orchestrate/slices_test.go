@@ -40,6 +40,7 @@ func TestStandinSlices(t *testing.T) {
 	if run.Ended != "budget" || run.Pairs() < 2 || run.Took > 40*time.Second {
 		t.Fatalf("ended %q after %d pairs in %s", run.Ended, run.Pairs(), run.Took)
 	}
+	ok, forwarded := map[string]int64{}, map[string]int64{}
 	for i, sl := range run.Slices {
 		// ABBA: pair 1 a then b, pair 2 b then a, …
 		want := "a"
@@ -49,16 +50,29 @@ func TestStandinSlices(t *testing.T) {
 		if sl.Build != want || sl.Pair != i/2+1 {
 			t.Errorf("slice %d: build %s pair %d, want %s pair %d", i, sl.Build, sl.Pair, want, i/2+1)
 		}
-		if sl.Sent != 100 || sl.OK != sl.Sent || sl.Forwarded != sl.OK || !sl.Settled {
-			t.Errorf("slice %d: sent %d ok %d forwarded %d settled %v", i, sl.Sent, sl.OK, sl.Forwarded, sl.Settled)
+		if sl.Sent != 100 || sl.OK != sl.Sent {
+			t.Errorf("slice %d: sent %d ok %d", i, sl.Sent, sl.OK)
 		}
-		if sl.MsPerEnv <= 0 || sl.CPUSecs <= 0 || sl.PeakRSS == 0 || sl.ForwardedRate != 100 {
+		ok[sl.Build] += sl.OK
+		forwarded[sl.Build] += sl.Forwarded
+		// A pair spans both slices: a build is measured over the other's too.
+		if sl.Elapsed < 2*cfg.Slice*9/10 {
+			t.Errorf("slice %d: measured over %s, want at least the pair's two slices", i, sl.Elapsed)
+		}
+		if sl.MsPerEnv <= 0 || sl.CPUSecs <= 0 || sl.PeakRSS == 0 || math.Abs(sl.ForwardedRate-100) > 10 {
 			t.Errorf("slice %d: %+v", i, sl)
 		}
-		// Cores are over the slice alone, CPUSecs over the slice and its
-		// catch-up: the one cannot exceed the other.
+		// Cores are over the slice alone, CPUSecs over the whole pair: the
+		// one cannot exceed the other.
 		if sl.IdleCores < 0 || sl.Cores*cfg.Slice.Seconds() > sl.CPUSecs*1.1+0.01 {
 			t.Errorf("slice %d: idle %.4f, cores %.4f from %.3f s of CPU over %s", i, sl.IdleCores, sl.Cores, sl.CPUSecs, sl.Elapsed)
+		}
+	}
+	// Forwards that land after their pair count in the next one: none is
+	// counted twice, and only the last pair's may be missing.
+	for b, n := range ok {
+		if forwarded[b] > n || forwarded[b] < n-100 {
+			t.Errorf("%s: forwarded %d of %d accepted", b, forwarded[b], n)
 		}
 	}
 	// Instructions are counted where the machine has a PMU; elsewhere the

@@ -194,8 +194,7 @@ func TestCompareWithStandin(t *testing.T) {
 		Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 500 * time.Millisecond,
 		KindRate: 50, MinRate: 50, MaxRate: 100, PoolSize: 300, Kinds: kinds,
 		// After two relays' start, warm-up and a warm slice each (about
-		// 5 s), room for two pairs of 1 s slices, each slice with its
-		// catch-up and the drain's 1.5 s of quiet (about 5 s a pair).
+		// 5 s), room for a few pairs of 1 s slices (about 2 s a pair).
 		Slice: time.Second, CompareBudget: 18 * time.Second,
 		RelayConfig: relayconfig.Config{"limits": map[string]any{"shutdown_timeout": 0}}})
 	if err != nil {

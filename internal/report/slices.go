@@ -89,7 +89,7 @@ func writeSliceRuns(w io.Writer, rep *orchestrate.Report, head, para func(string
 			"change: the geometric mean of the per-pair ratios %s/%s, each pair the two builds back to back in alternating order; "+
 			"95%% interval: Student's t on the log ratios; a change is lower or higher only when its interval excludes no change, "+
 			"otherwise the run shows no change beyond the interval's half-width. "+
-			"CPU per envelope: the Relay's CPU over its slice and the catch-up after it, less its idle CPU measured over the other build's slice, per envelope forwarded. "+
+			"CPU per envelope: each build's Relay's CPU over the whole pair (its slice, and its catch-up while the other build takes the traffic), less its idle CPU, per envelope it forwarded in the pair. "+
 			"peak RSS: each build runs one Relay process throughout, so a small difference can be that process's, not the build's.",
 			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
 		if r.Counters != "instructions" && r.Counters != "" {
