@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Interop suite: relayload's Go code against Sentry's own code (pinned
-# sentry-relay / sentry-sdk in interop/.venv). Builds the Go helper into a
-# temporary directory and runs pytest; extra arguments go to pytest.
+# sentry-relay / sentry-sdk in interop/.venv). Builds the Go programs the
+# tests run (interop-helper, fake-upstream, blast, standin-relay) into a
+# temporary directory, exports their paths and runs pytest; extra arguments
+# go to pytest.
 # Exits non-zero on any failure, including "no tests collected" (pytest exit 5).
 set -euo pipefail
 
@@ -25,8 +27,11 @@ fi
 
 bindir="$(mktemp -d)"
 trap 'rm -rf "$bindir"' EXIT
-(cd "$root" && "$GO" build -o "$bindir/" ./internal/cmd/interop-helper)
+(cd "$root" && "$GO" build -o "$bindir/" ./internal/cmd/interop-helper ./cmd/fake-upstream ./cmd/blast ./internal/cmd/standin-relay)
 export INTEROP_HELPER="$bindir/interop-helper"
+export INTEROP_FAKE_UPSTREAM="$bindir/fake-upstream"
+export INTEROP_BLAST="$bindir/blast"
+export INTEROP_STANDIN_RELAY="$bindir/standin-relay"
 
 cd "$here"
 rc=0

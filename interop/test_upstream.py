@@ -6,17 +6,11 @@ fake-upstream and /stats counts every item exactly."""
 
 import gzip
 import json
-import os
-import signal
 import struct
-import subprocess
-import tempfile
 import time
-import urllib.error
-import urllib.request
 import uuid
-from pathlib import Path
 
+import procs
 import pytest
 import sentry_relay
 import sentry_sdk
@@ -26,50 +20,17 @@ from sentry_relay import generate_key_pair
 from sentry_sdk.envelope import Envelope, Item, PayloadRef
 from sentry_sdk.transport import HttpTransport
 
-ROOT = Path(__file__).resolve().parent.parent
 RELAY_VERSION = "26.6.0"
 PROJECTS, SEED = 12, 5
 
 
 @pytest.fixture(scope="module")
-def binary():
-    """fake-upstream built from this checkout."""
-    out = Path(tempfile.mkdtemp()) / "fake-upstream"
-    subprocess.run(["go", "build", "-o", str(out), "./cmd/fake-upstream"], cwd=ROOT, check=True, timeout=300)
-    yield out
-    out.unlink(missing_ok=True)
+def binary(fake_upstream_bin):
+    return fake_upstream_bin
 
 
-class Upstream:
-    def __init__(self, binary, *args):
-        self.proc = subprocess.Popen(
-            [str(binary), "--listen", "127.0.0.1:0", "--projects", str(PROJECTS), "--seed", str(SEED), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        line = self.proc.stdout.readline().strip()
-        assert line.startswith("127.0.0.1:"), f"first stdout line {line!r}; stderr {self.proc.stderr.read()}"
-        self.addr = line
-        self.url = "http://" + line
-
-    def request(self, method, path, body=b"", headers=None):
-        req = urllib.request.Request(self.url + path, data=body if method != "GET" else None, method=method, headers=headers or {})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status, dict(resp.headers), resp.read()
-        except urllib.error.HTTPError as e:
-            return e.code, dict(e.headers), e.read()
-
-    def get_json(self, path):
-        status, _, body = self.request("GET", path)
-        assert status == 200, body
-        return json.loads(body)
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=10)
-        assert rc == 0, self.proc.stderr.read()
+def Upstream(binary, *args):
+    return procs.Upstream(binary, *args, projects=PROJECTS, seed=SEED)
 
 
 @pytest.fixture
