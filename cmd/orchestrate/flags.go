@@ -20,7 +20,7 @@ type options struct {
 	relayBin, relayName, rates, maxRSS, quotasFile, fault, relayConf string
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
 	statsdListen, mix, encoding, out, baseline, failOn               string
-	compareIn, precision                                             string
+	compareIn, precision, processNoise                               string
 
 	concurrency, rounds, userAgents, poolSize, projects, maxInflight, probes int
 	seed                                                                     uint64
@@ -86,6 +86,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.compareIn, "compare-in", "", "how --compare runs: `slices` (both Relays started once, traffic alternating in ABBA pairs of --slice until --precision or --budget; the default) or steps (a fresh Relay per step and round; the default with --rounds, --find-max or --fault)")
 	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare in slices: how long each build takes the traffic in turn")
 	fs.StringVar(&o.precision, "precision", "", "with --compare in slices: stop once the 95% interval of the change in CPU per envelope is within ±this `PERCENT`, e.g. 3%")
+	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary differ by in CPU per envelope (a `PERCENT`, 0 for nothing), added to the intervals; default 1.4%, from A/A runs on a shared VM: measure yours by comparing a build with itself")
 	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare in slices: the longest a comparison may take, split over the rates")
 }
 
@@ -113,7 +114,7 @@ var help = cli.Help{
 		{Title: "Fake upstream", Flags: []string{"quota", "quotas", "inbound-filters", "fault"}},
 		{Title: "Verdict", Flags: []string{"max-p99", "max-catch-up", "find-max", "find-max-probes", "warmup-timeout",
 			"drain-timeout"}},
-		{Title: "Comparing builds", Flags: []string{"compare", "compare-in", "slice", "precision", "budget", "fail-on", "baseline"}},
+		{Title: "Comparing builds", Flags: []string{"compare", "compare-in", "slice", "precision", "process-noise", "budget", "fail-on", "baseline"}},
 		{Title: "Profiles and Relay's metrics", Flags: []string{"perf", "call-graph", "perf-harness", "statsd", "statsd-listen", "statsd-metric"}},
 		{Title: "Output", Flags: []string{"out", "quiet", "keep"}},
 	},
@@ -135,7 +136,7 @@ func flagNames() map[string]string {
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on",
-		"Slices": "--compare-in slices", "Slice": "--slice", "Precision": "--precision", "Budget": "--budget",
+		"Slices": "--compare-in slices", "Slice": "--slice", "Precision": "--precision", "ProcessNoise": "--process-noise", "Budget": "--budget",
 	}
 }
 
@@ -262,6 +263,16 @@ func (o *options) builds(cfg *orchestrate.Config) error {
 			return cli.Usagef("--precision %q: want a percentage such as 3%%", o.precision)
 		}
 		cfg.Precision = p / 100
+	}
+	if o.processNoise != "" {
+		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.processNoise), "%"), 64)
+		if err != nil || p < 0 || p >= 100 {
+			return cli.Usagef("--process-noise %q: want a percentage such as 1.4%% (0 for none)", o.processNoise)
+		}
+		cfg.ProcessNoise = p / 100
+		if p == 0 {
+			cfg.ProcessNoise = -1
+		}
 	}
 	return nil
 }

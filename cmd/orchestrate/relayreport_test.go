@@ -28,7 +28,7 @@ func TestRelayReportCompareBadInput(t *testing.T) {
 		{[]string{"--compare", "b=/bin/true:" + badSection(t)}, "the relayload section takes inbound_filters: true|false"},
 		{[]string{"--compare", "b=/bin/true", "--precision", "soon"}, `--precision "soon": want a percentage such as 3%`},
 		{[]string{"--compare", "b=/bin/true", "--slice", "10ms"}, "--slice: 10ms: want 1s..10m"},
-		{[]string{"--compare", "b=/bin/true", "--budget", "15s"}, "--budget: 15s: want at least two slices"},
+		{[]string{"--compare", "b=/bin/true", "--budget", "5s"}, "--budget: 5s: want at least two slices"},
 		{[]string{"--budget", "5m"}, "--slice, --budget and --precision need --compare"},
 		{[]string{"--precision", "3%"}, "--slice, --budget and --precision need --compare"},
 	} {

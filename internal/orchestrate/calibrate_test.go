@@ -26,7 +26,7 @@ func falsePositives(base, build []float64, k, n int, subsets bool, rng *rand.Ran
 			copy(a, base[start:start+k])
 			copy(b, build[start:start+k])
 		}
-		if v := pairedChange("ms_per_envelope", a, b).Verdict; v == VerdictLower || v == VerdictHigher {
+		if v := pairedChangeFrom("ms_per_envelope", a, b, 0, DefaultProcessNoise).Verdict; v == VerdictLower || v == VerdictHigher {
 			hits++
 		}
 	}
@@ -120,7 +120,7 @@ func BenchmarkVerdictCalibration(b *testing.B) {
 				if subsets {
 					kind = "subsets"
 				}
-				b.ReportMetric(100*fp, "fp%/"+strconv.Itoa(k)+"-pair-"+kind)
+				b.ReportMetric(100*fp, "fp%/"+strings.TrimSuffix(f.Name(), ".json")+"/"+strconv.Itoa(k)+"-pair-"+kind)
 				if fp > 0.05 {
 					b.Errorf("%s: %d-pair %s: false-positive rate %.1f%% > 5%%", f.Name(), k, kind, 100*fp)
 				}

@@ -109,7 +109,12 @@ type Config struct {
 	Slices    bool
 	Slice     time.Duration
 	Precision float64
-	Budget    time.Duration
+	// ProcessNoise is the spread (a fraction) of what two processes of one
+	// binary differ by in CPU per envelope over their whole life, added to
+	// the interval of a comparison in slices (each build runs one process);
+	// 0 means DefaultProcessNoise, a negative value none.
+	ProcessNoise float64
+	Budget       time.Duration
 	// FindMax bisects between the bounds for the highest rate kept up with.
 	FindMax bool
 	// FindMaxProbes bounds the steps of the search (default 7).
@@ -271,6 +276,12 @@ func (c *Config) checkSlices() error {
 	if !c.Slices {
 		return nil
 	}
+	switch {
+	case c.ProcessNoise == 0:
+		c.ProcessNoise = DefaultProcessNoise
+	case c.ProcessNoise < 0:
+		c.ProcessNoise = 0
+	}
 	if c.Slice == 0 {
 		c.Slice = DefaultSlice
 	}
@@ -286,6 +297,8 @@ func (c *Config) checkSlices() error {
 		return configerr.New("Slices", "needs rates to send at; max is not one")
 	case c.Slice < time.Second || c.Slice > 10*time.Minute:
 		return configerr.Errorf("Slice", "%s: want 1s..10m", c.Slice)
+	case c.ProcessNoise >= 1:
+		return configerr.Errorf("ProcessNoise", "%g: want a fraction below 1, e.g. 0.014", c.ProcessNoise)
 	case c.Precision < 0 || c.Precision >= 1:
 		return configerr.Errorf("Precision", "%g: want a fraction in [0, 1), e.g. 0.03", c.Precision)
 	case c.Budget < 2*c.Slice || c.Budget > 24*time.Hour:

@@ -39,11 +39,17 @@ const (
 	VerdictTooFewPairs = "too few pairs"
 )
 
+// DefaultProcessNoise is Config.ProcessNoise when it is 0: the standard
+// deviation, as a fraction, of the difference in CPU per envelope between
+// two processes of one binary measured side by side for their whole life,
+// estimated from the A/A comparisons in docs/measurements.md.
+const DefaultProcessNoise = 0.014
+
 // pairedChange is the Change of metric from pairs of (baseline, build)
 // values. Pairs with a value that is not positive are left out (a ratio
 // needs both).
 func pairedChange(metric string, base, build []float64) Change {
-	return pairedChangeFrom(metric, base, build, 0)
+	return pairedChangeFrom(metric, base, build, 0, 0)
 }
 
 // pairedChangeStopped is pairedChange for a run that a precision rule may
@@ -53,12 +59,15 @@ func pairedChange(metric string, base, build []float64) Change {
 // the first MinPairs pairs' degrees of freedom and the larger of their
 // spread and all pairs' (a two-stage interval in the manner of Stein's).
 func pairedChangeStopped(metric string, base, build []float64) Change {
-	return pairedChangeFrom(metric, base, build, MinPairs)
+	return pairedChangeFrom(metric, base, build, MinPairs, 0)
 }
 
 // pairedChangeFrom is pairedChange with, for n0 > 0, the two-stage
-// interval over the first n0 pairs.
-func pairedChangeFrom(metric string, base, build []float64, n0 int) Change {
+// interval over the first n0 pairs, and with process (a fraction) the
+// spread of what the two builds' processes differ by for their whole
+// life: pairs measured on one process per build cannot shrink it, so it
+// is added to the interval's variance as it is.
+func pairedChangeFrom(metric string, base, build []float64, n0 int, process float64) Change {
 	c := Change{Metric: metric, Verdict: VerdictTooFewPairs}
 	var logs []float64
 	for i := range min(len(base), len(build)) {
@@ -80,7 +89,7 @@ func pairedChangeFrom(metric string, base, build []float64, n0 int) Change {
 		sd, df = max(sd, sd0), float64(n0-1)
 	}
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
-	h := t * sd / math.Sqrt(float64(c.Pairs))
+	h := t * math.Sqrt(sd*sd/float64(c.Pairs)+process*process)
 	pct := func(x float64) float64 { return 100 * math.Expm1(x) }
 	c.Pct, c.Low, c.High = pct(mean), pct(mean-h), pct(mean+h)
 	c.HalfWidth = max(c.Pct-c.Low, c.High-c.Pct)

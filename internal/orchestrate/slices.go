@@ -58,7 +58,10 @@ type SliceRun struct {
 	// Precision is the half-width that may end the run (0: none); with it,
 	// the intervals are the two-stage ones a stopping rule needs.
 	Precision float64 `json:"precision,omitempty"`
-	Slices    []Slice `json:"slices"`
+	// ProcessNoise is what the intervals of CPU per envelope, cores and
+	// instructions add for the two builds' processes (Config.ProcessNoise).
+	ProcessNoise float64 `json:"process_noise"`
+	Slices       []Slice `json:"slices"`
 	// Ended says what ended the comparison: "precision" (the interval on
 	// CPU per envelope reached Config.Precision), "budget", "interrupted",
 	// or "failed: …".
@@ -100,7 +103,8 @@ type sliceBuild struct {
 func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, budget time.Duration) *SliceRun {
 	cfg := r.cfg
 	start := time.Now()
-	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Precision: cfg.Precision, Idle: map[string]float64{}}
+	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Precision: cfg.Precision,
+		ProcessNoise: cfg.ProcessNoise, Idle: map[string]float64{}}
 	rep.SliceRuns = append(rep.SliceRuns, c)
 	defer func() {
 		c.Took = time.Since(start)
@@ -273,21 +277,22 @@ func firstErr(errs ...error) error {
 // pairedChanges are the run's changes of the build against the baseline,
 // one per metric (CPU per envelope first), over its whole pairs.
 func (c *SliceRun) pairedChanges() []Change {
-	metrics := []struct {
-		name string
-		of   func(Slice) float64
-	}{
-		{"ms_per_envelope", func(s Slice) float64 { return s.MsPerEnv }},
-		{"cores", func(s Slice) float64 { return s.Cores }},
-		{"p99_ms", func(s Slice) float64 { return s.P99 }},
-		{"peak_rss", func(s Slice) float64 { return float64(s.PeakRSS) }},
-		{"forwarded_per_s", func(s Slice) float64 { return s.ForwardedRate }},
+	// The CPU metrics carry the processes' own difference; peak RSS's is
+	// larger and unknown, and its verdict says so instead.
+	type metric struct {
+		name    string
+		of      func(Slice) float64
+		process float64
+	}
+	metrics := []metric{
+		{"ms_per_envelope", func(s Slice) float64 { return s.MsPerEnv }, c.ProcessNoise},
+		{"cores", func(s Slice) float64 { return s.Cores }, c.ProcessNoise},
+		{"p99_ms", func(s Slice) float64 { return s.P99 }, 0},
+		{"peak_rss", func(s Slice) float64 { return float64(s.PeakRSS) }, 0},
+		{"forwarded_per_s", func(s Slice) float64 { return s.ForwardedRate }, 0},
 	}
 	if c.Counters == "instructions" {
-		metrics = append(metrics, struct {
-			name string
-			of   func(Slice) float64
-		}{"instructions_per_envelope", func(s Slice) float64 { return s.InstrPerEnv }})
+		metrics = append(metrics, metric{"instructions_per_envelope", func(s Slice) float64 { return s.InstrPerEnv }, c.ProcessNoise})
 	}
 	byPair := map[int][2]*Slice{}
 	for i := range c.Slices {
@@ -308,11 +313,11 @@ func (c *SliceRun) pairedChanges() []Change {
 				base, build = append(base, m.of(*p[0])), append(build, m.of(*p[1]))
 			}
 		}
+		n0 := 0
 		if c.Precision > 0 {
-			out[i] = pairedChangeStopped(m.name, base, build)
-		} else {
-			out[i] = pairedChange(m.name, base, build)
+			n0 = MinPairs
 		}
+		out[i] = pairedChangeFrom(m.name, base, build, n0, m.process)
 		if m.name == "peak_rss" && (out[i].Verdict == VerdictLower || out[i].Verdict == VerdictHigher) {
 			// Each build has one Relay process for the whole run, so
 			// pairing cannot tell the build's memory from the process's

@@ -147,6 +147,18 @@ func TestPairedChange(t *testing.T) {
 	if c := pairedChange("x", base, build); c.Verdict != VerdictLower || c.High >= 0 {
 		t.Errorf("5%% drop: %+v", c)
 	}
+	// The processes' own spread adds to the interval's variance: a constant
+	// 1% ratio over 100 pairs is a change alone, within ±1.96·1.4% once
+	// the processes may differ by 1.4%.
+	b100, c100 := make([]float64, 100), make([]float64, 100)
+	for i := range b100 {
+		b100[i], c100[i] = 1, 1.01
+	}
+	c = pairedChangeFrom("x", b100, c100, 0, 0.014)
+	wantH = 1.9842169515 * 0.014
+	if !strings.HasPrefix(c.Verdict, "no change beyond ±") || !near(c.High, 100*(1.01*expf(wantH)-1), 1e-3) {
+		t.Errorf("process noise: %+v, want high %.4f", c, 100*(1.01*expf(wantH)-1))
+	}
 	// Fewer than two usable pairs.
 	if c := pairedChange("x", []float64{1, 0}, []float64{1, 2}); c.Verdict != VerdictTooFewPairs || c.Pairs != 1 {
 		t.Errorf("one pair: %+v", c)

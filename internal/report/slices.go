@@ -92,6 +92,11 @@ func writeSliceRuns(w io.Writer, rep *orchestrate.Report, head, para func(string
 			"CPU per envelope: each build's Relay's CPU over the whole pair (its slice, and its catch-up while the other build takes the traffic), less its idle CPU, per envelope it forwarded in the pair. "+
 			"peak RSS: each build runs one Relay process throughout, so a small difference can be that process's, not the build's.",
 			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
+		if r.ProcessNoise > 0 {
+			para(fmt.Sprintf("The intervals of CPU per envelope and cores also hold ±%.1f%% (a standard deviation, set with --process-noise) "+
+				"for what two processes of one binary differ by over their whole life, which pairs on one process per build cannot shrink.",
+				100*r.ProcessNoise))
+		}
 		if r.Counters != "instructions" && r.Counters != "" {
 			para(fmt.Sprintf("Instructions retired were not counted (%s).", r.Counters))
 		}
