@@ -67,6 +67,7 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 		return e
 	}
 	s.count(c, pidx, fromRelay, decoded, sum, at)
+	c.countAgent(req.Header.Get("User-Agent"))
 	if outcomes != nil {
 		outcomes.count(c)
 	}
