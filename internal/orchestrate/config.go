@@ -357,6 +357,9 @@ func (c *Config) checkTraffic() error {
 			return configerr.Wrap("Mix", err)
 		}
 	}
+	if err := pool.CheckAgents(c.Agents); err != nil {
+		return configerr.Wrap("Agents", err)
+	}
 	return nil
 }
 

@@ -75,10 +75,10 @@ func (t *agentTable) pick(g *gen, i int) useragent.Agent {
 	return t.list[g.zipf(len(t.list))]
 }
 
-// checkAgents refuses a list the table cannot draw from as documented:
-// an agent useragent.Check refuses, one given twice, more than MaxSize,
-// or weights on some agents only.
-func checkAgents(l []useragent.Weighted) error {
+// CheckAgents refuses a list of agents (Options.Agents) a pool cannot
+// draw from as documented: an agent useragent.Check refuses, one given
+// twice, more than MaxSize, or weights on some agents only.
+func CheckAgents(l []useragent.Weighted) error {
 	if len(l) > MaxSize {
 		return fmt.Errorf("%d agents: want at most %d", len(l), MaxSize)
 	}

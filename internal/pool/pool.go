@@ -128,7 +128,7 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("pool: zipf exponent %v must be a finite number > 1", o.ZipfS)
 	}
 	if len(o.Agents) > 0 {
-		if err := checkAgents(o.Agents); err != nil {
+		if err := CheckAgents(o.Agents); err != nil {
 			return fmt.Errorf("pool: agents: %w", err)
 		}
 		o.UserAgents = len(o.Agents)
