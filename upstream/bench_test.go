@@ -182,6 +182,7 @@ func TestSinkHandlerAllocs(t *testing.T) {
 	req := httptest.NewRequest("POST", p.EnvelopePath(), nil)
 	req.Header.Set("Content-Encoding", "zstd")
 	req.Header.Set("X-Sentry-Auth", p.AuthHeader("t"))
+	req.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
 	req.ContentLength = int64(len(body))
 	rb := &rewindBody{}
 	w := &nullWriter{h: http.Header{}}

@@ -31,6 +31,7 @@ func (st *Stats) AppendPrometheus(b []byte) []byte {
 
 	p.counter("envelopes_total", "Envelopes accepted by the sink.", st.Envelopes)
 	p.counter("data_envelopes_total", "Envelopes with an item that is neither metrics nor a client report.", st.DataEnvelopes)
+	p.gauge("user_agents", "Distinct User-Agent headers of accepted envelopes, up to 10000.", float64(st.UserAgents))
 	p.labelled("envelopes_by_sender_total", "Envelopes accepted by sender.", "sender", st.EnvelopesBySender)
 	p.labelled("items_total", "Envelope items by type.", "type", st.ItemsByType)
 	p.labelled("records_total", "Records in envelope items (item_count, else 1) by type.", "type", st.RecordsByType)

@@ -196,7 +196,7 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/config_requests/global": "config_requests_global_total", "/config_requests/global_pending": "config_requests_global_pending_total",
 		"/config_requests/project": "config_requests_project_total", "/config_requests/keys_served": "config_keys_served_total",
 		"/config_requests/pending": "config_keys_pending_total", "/config_requests/unchanged": "config_keys_unchanged_total",
-		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/metric_buckets": "metric_buckets_total",
+		"/config_requests/unknown": "config_keys_unknown_total", "/envelopes": "envelopes_total", "/data_envelopes": "data_envelopes_total", "/user_agents": "user_agents", "/metric_buckets": "metric_buckets_total",
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
 		"/outcomes/folded":        "outcomes_folded_total",
 		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",

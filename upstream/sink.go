@@ -73,6 +73,7 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 			FromRelay: fromRelay, UserAgent: h.Get("User-Agent"), ForwardedFor: h.Get("X-Forwarded-For"),
 			Encoding: string(enc), Items: capture.ItemCounts(sum.Items), WireBytes: held.wire}, decoded)
 	}
+	c.countAgent(h.Get("User-Agent"))
 	if outcomes != nil {
 		outcomes.count(c)
 	}

@@ -62,6 +62,28 @@ func TestEnvelopeSinkCountsEveryEncoding(t *testing.T) {
 	}
 }
 
+// The distinct User-Agent headers of accepted envelopes are counted, a
+// refused envelope's not, up to the bound.
+func TestEnvelopeSinkUserAgents(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.ps[1]
+	raw := envelopeBody(p, eventID, item("event", `{"message":"hello"}`))
+	for _, ua := range []string{"curl/8.5.0", "Wget/1.21.4", "curl/8.5.0", "python-requests/2.32.3", "Wget/1.21.4"} {
+		wantStatus(t, f.postEnvelope(p, compression.Identity, raw, map[string]string{"User-Agent": ua}), 200, "")
+	}
+	wantStatus(t, f.do("POST", f.ps[2].EnvelopePath(), raw, map[string]string{"X-Sentry-Auth": p.AuthHeader("t"), "User-Agent": "refused/1"}), 403, "")
+	if st := f.srv.Stats(); st.UserAgents != 3 {
+		t.Fatalf("%d distinct agents, want 3", st.UserAgents)
+	}
+	c := newCounters(1, time.Now())
+	for i := range maxUserAgents + 10 {
+		c.countAgent(itoa(int64(i)))
+	}
+	if n := c.userAgents(); n != maxUserAgents {
+		t.Fatalf("%d agents kept, want the bound %d", n, maxUserAgents)
+	}
+}
+
 func TestEnvelopeSinkAnswerWithoutEventID(t *testing.T) {
 	f := newFixture(t, nil)
 	resp := f.postEnvelope(f.ps[0], compression.Zstd, envelopeBody(f.ps[0], "", item("session", `{"sid":"x"}`)), nil)

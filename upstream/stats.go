@@ -100,6 +100,7 @@ const (
 	maxOutcomeRows  = 2000
 	maxFoldRows     = (len(outcomeNames) + 1) * (len(categoryNames) + 1)
 	maxErrorReasons = 500 // distinct reasons a reasonCounter keeps
+	maxUserAgents   = 10_000
 )
 
 // counters is one generation of statistics. ResetStats swaps in a fresh
@@ -112,6 +113,8 @@ type counters struct {
 	envelopes, dataEnvelopes     atomic.Int64
 	envelopesRelay, envelopesSDK atomic.Int64
 	arrivals                     timeline // data envelopes per second
+	agentsMu                     sync.RWMutex
+	agents                       map[string]struct{} // distinct User-Agent headers of accepted envelopes
 	items, records               [len(itemTypes)]atomic.Int64
 
 	encRequests, encWire, encDecoded [5]atomic.Int64
@@ -140,6 +143,28 @@ type counters struct {
 	http httpLayerCounters // what Go's HTTP layer did (httplayer.go)
 }
 
+// countAgent adds ua to the distinct agents, maxUserAgents at most; a
+// known agent costs a read lock and no allocation.
+func (c *counters) countAgent(ua string) {
+	c.agentsMu.RLock()
+	_, known := c.agents[ua]
+	full := len(c.agents) >= maxUserAgents
+	c.agentsMu.RUnlock()
+	if !known && !full {
+		c.agentsMu.Lock()
+		if len(c.agents) < maxUserAgents {
+			c.agents[ua] = struct{}{}
+		}
+		c.agentsMu.Unlock()
+	}
+}
+
+func (c *counters) userAgents() int64 {
+	c.agentsMu.RLock()
+	defer c.agentsMu.RUnlock()
+	return int64(len(c.agents))
+}
+
 var canaryKinds = canary.Kinds()
 
 func canaryIndex(code string) int {
@@ -151,6 +176,7 @@ func newCounters(nProjects int, now time.Time) *counters {
 		started:       now,
 		projEnvelopes: make([]atomic.Int64, nProjects),
 		projItems:     make([]atomic.Int64, nProjects),
+		agents:        map[string]struct{}{},
 		canaryLeaks:   make([]atomic.Int64, len(canaryKinds)),
 		canaryKept:    make([]atomic.Int64, len(canaryKinds)),
 		canaryFound:   make([]atomic.Int64, len(canaryKinds)),
@@ -298,6 +324,9 @@ type Stats struct {
 	// neither metrics nor a client report; Timeline has them per second.
 	DataEnvelopes int64    `json:"data_envelopes"`
 	Timeline      Timeline `json:"timeline"`
+	// UserAgents counts the distinct User-Agent headers of accepted
+	// envelopes (a Relay's forwards carry its own), up to 10000.
+	UserAgents int64 `json:"user_agents"`
 	// ItemsByType counts envelope items; RecordsByType counts what they hold
 	// (a log container's item_count, 1 for other items).
 	ItemsByType   map[string]int64            `json:"items_by_type"`
@@ -425,6 +454,7 @@ func (c *counters) snapshot(s *Server) Stats {
 		Envelopes:         c.envelopes.Load(),
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
 		DataEnvelopes:     c.dataEnvelopes.Load(),
+		UserAgents:        c.userAgents(),
 		Timeline:          c.arrivals.snapshot(),
 		ItemsByType:       items,
 		RecordsByType:     records,

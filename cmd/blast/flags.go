@@ -8,11 +8,13 @@ import (
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/useragent"
 )
 
 // options are blast's flags as given, and the values parsed from them.
 type options struct {
 	target, rate, mix, projectsFrom, encoding, out, dump, shardSpec, client, sdkClient, cpuProfile string
+	agentsFile                                                                                     string
 
 	duration, warmup, timeout, grace   time.Duration
 	count                              int64
@@ -27,6 +29,7 @@ type options struct {
 	shard, shards int
 	mixV          pool.Mix
 	encV          compression.Encoding
+	agents        []useragent.Weighted
 }
 
 // define binds the flags to o.
@@ -42,7 +45,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.projectsFrom, "projects-from", "", "fetch the projects from a fake-upstream's /projects `URL` instead (e.g. http://127.0.0.1:8000/projects)")
 	fs.Float64Var(&o.zipfS, "zipf-s", pool.DefaultZipfS, "Zipf exponent (> 1) for projects and user agents")
 	fs.IntVar(&o.userAgents, "user-agents", pool.DefaultUserAgents, "distinct user agents")
-	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "give every envelope its own user agent")
+	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "give every envelope its own user agent (of --user-agents-file: each in turn)")
+	fs.StringVar(&o.agentsFile, "user-agents-file", "", "real user agents instead, one per line of `FILE`: AGENT, or AGENT<TAB>WEIGHT to draw by weight, not by line order with Zipf")
 	fs.IntVar(&o.poolSize, "pool", 20000, "envelopes in the pool (sent cyclically)")
 	fs.StringVar(&o.encoding, "encoding", "zstd", "Content-Encoding `NAME` of the bodies: identity, gzip, deflate, br, zstd")
 	fs.StringVar(&o.out, "out", "", "write the result as JSON to `FILE` (blast merge reads it)")
@@ -81,7 +85,7 @@ var help = cli.Help{
 		{Title: "Target", Flags: []string{"target", "client", "sdk-client", "max-conns", "max-inflight", "timeout"}},
 		{Title: "Traffic", Flags: []string{"rate", "duration", "count", "warmup", "concurrency", "shard", "grace"}},
 		{Title: "Pool", Flags: []string{"mix", "encoding", "pool", "seed", "projects", "projects-from", "zipf-s",
-			"user-agents", "unique-user-agents", "dump"}},
+			"user-agents", "user-agents-file", "unique-user-agents", "dump"}},
 		{Title: "Output", Flags: []string{"out", "progress", "cpuprofile"}},
 	},
 	After: exitStatus,
@@ -117,6 +121,11 @@ func (o *options) check() error {
 	}
 	if o.encV, err = compression.ParseEncoding(o.encoding); err != nil || o.encoding == "" {
 		return cli.Usagef("--encoding %q: want identity, gzip, deflate, br or zstd", o.encoding)
+	}
+	if o.agentsFile != "" {
+		if o.agents, err = useragent.ReadFile(o.agentsFile); err != nil {
+			return cli.Usagef("--user-agents-file: %w", err)
+		}
 	}
 	if o.dump == "" {
 		if _, err := blast.ParseTarget(o.target); err != nil {

@@ -103,7 +103,11 @@ func (o *options) buildPool(ctx context.Context, stdout, stderr io.Writer) (*poo
 	t0 := time.Now()
 	opts := pool.Options{
 		Seed: o.seed, Size: o.poolSize, Mix: o.mixV, Projects: ps, ZipfS: o.zipfS,
-		UserAgents: o.userAgents, UniqueUserAgents: o.uniqueUA, Encoding: o.encV, Now: time.Now(),
+		UserAgents: o.userAgents, UniqueUserAgents: o.uniqueUA, Agents: o.agents, AgentsFrom: o.agentsFile,
+		Encoding: o.encV, Now: time.Now(),
+	}
+	if note := opts.AgentsNote(); note != "" {
+		fmt.Fprintln(stderr, "blast: "+note)
 	}
 	// Before building: the pool is allocated whole.
 	mem, err := blast.CheckPoolMemory(ctx, opts, o.dump != "", procfs.DefaultMountPoint)

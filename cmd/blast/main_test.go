@@ -259,7 +259,8 @@ func TestProjectsFromUpstream(t *testing.T) {
 }
 
 // The pool flags reach the pool: --mix, --projects, --zipf-s, --encoding,
-// --seed, --user-agents and --unique-user-agents --pool N.
+// --seed, --user-agents, --unique-user-agents --pool N and
+// --user-agents-file.
 func TestPoolFlags(t *testing.T) {
 	dump := func(args ...string) pool.Manifest {
 		t.Helper()
@@ -304,6 +305,15 @@ func TestPoolFlags(t *testing.T) {
 	}
 	if len(agents) > 5 || len(agents) < 2 || m.Options.UserAgents != 5 {
 		t.Fatalf("--user-agents 5: %d distinct agents", len(agents))
+	}
+	m = dump("--pool", "200", "--user-agents-file", "testdata/agents.txt")
+	agents = map[string]bool{}
+	for _, e := range m.Entries {
+		agents[e.UserAgent] = true
+	}
+	if len(agents) != 7 || m.Options.UserAgents != 7 || len(m.Options.Agents) != 7 || m.Options.AgentsFrom != "testdata/agents.txt" {
+		t.Fatalf("--user-agents-file: %d distinct agents, options %d agents, %d listed, from %q", len(agents), m.Options.UserAgents,
+			len(m.Options.Agents), m.Options.AgentsFrom)
 	}
 }
 

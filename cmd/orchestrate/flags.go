@@ -13,6 +13,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/useragent"
 )
 
 // options are orchestrate's flags as given.
@@ -20,7 +21,7 @@ type options struct {
 	relayBin, relayName, rates, maxRSS, quotasFile, fault, relayConf string
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
 	statsdListen, mix, encoding, out, baseline, failOn               string
-	compareIn, precision, processNoise                               string
+	compareIn, precision, processNoise, agentsFile                   string
 
 	concurrency, rounds, userAgents, poolSize, projects, maxInflight, probes int
 	seed                                                                     uint64
@@ -70,7 +71,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.Var(&o.metrics, "statsd-metric", "timer or counter `NAME` to report from --statsd-listen (repeatable or comma-separated)")
 	fs.StringVar(&o.mix, "mix", "", "envelope kinds and `WEIGHTS`, e.g. errors=3,transactions=2,sessions=1,checkins=1,logs=1")
 	fs.IntVar(&o.userAgents, "user-agents", pool.DefaultUserAgents, "distinct user agents, drawn with Zipf")
-	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "every envelope gets a user agent no other has")
+	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "every envelope gets a user agent no other has (of --user-agents-file: each in turn)")
+	fs.StringVar(&o.agentsFile, "user-agents-file", "", userAgentsFileUsage)
 	fs.IntVar(&o.poolSize, "pool", orchestrate.DefaultPoolSize, "envelopes in the pool (replayed in a loop)")
 	fs.StringVar(&o.encoding, "encoding", "identity", "Content-Encoding `NAME` of blast's bodies: identity, gzip, deflate, br, zstd")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for projects and pool")
@@ -108,7 +110,7 @@ var help = cli.Help{
 	},
 	Groups: []cli.Group{
 		{Title: "Traffic", Flags: []string{"rates", "duration", "warmup", "idle", "rounds", "concurrency", "mix", "encoding",
-			"projects", "pool", "seed", "user-agents", "unique-user-agents", "max-inflight", "timeout"}},
+			"projects", "pool", "seed", "user-agents", "user-agents-file", "unique-user-agents", "max-inflight", "timeout"}},
 		{Title: "Relay", Flags: []string{"relay-bin", "relay-name", "relay-config", "relay-log-level", "relay-cpus",
 			"harness-cpus", "max-relay-rss", "ready-timeout", "shutdown-timeout"}},
 		{Title: "Fake upstream", Flags: []string{"quota", "quotas", "inbound-filters", "fault"}},
@@ -135,7 +137,7 @@ func flagNames() map[string]string {
 		"RelayLogLevel": "--relay-log-level", "Perf": "--perf", "CallGraph": "--call-graph", "PerfHarness": "--perf-harness", "StatsD": "--statsd",
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
-		"Baseline": "--baseline", "FailOn": "--fail-on",
+		"Baseline": "--baseline", "FailOn": "--fail-on", "Agents": "--user-agents-file",
 		"Slices": "--compare-in slices", "Slice": "--slice", "Precision": "--precision", "ProcessNoise": "--process-noise", "Budget": "--budget",
 	}
 }
@@ -304,6 +306,21 @@ func buildConfig(path string) (relayconfig.Config, *bool, error) {
 	return conf, filters, nil
 }
 
+// userAgentsFileUsage is --user-agents-file's meaning, orchestrate's and relay-report's.
+const userAgentsFileUsage = "real user agents instead, one per line of `FILE`: AGENT, or AGENT<TAB>WEIGHT to draw by weight, not by line order with Zipf"
+
+// readAgents reads --user-agents-file (none: nil).
+func readAgents(path string) ([]useragent.Weighted, error) {
+	if path == "" {
+		return nil, nil
+	}
+	l, err := useragent.ReadFile(path)
+	if err != nil {
+		return nil, cli.Usagef("--user-agents-file: %w", err)
+	}
+	return l, nil
+}
+
 // specs parses the flags whose values are specs or files.
 func (o *options) specs(cfg *orchestrate.Config) error {
 	rss, err := upstreamflag.ParseSize(o.maxRSS)
@@ -340,6 +357,10 @@ func (o *options) specs(cfg *orchestrate.Config) error {
 		cfg.Perf, cfg.CallGraph = o.perfFile, o.callGraph
 	}
 	cfg.PerfHarness = o.perfHarness
+	if cfg.Agents, err = readAgents(o.agentsFile); err != nil {
+		return err
+	}
+	cfg.AgentsFrom = o.agentsFile
 	if o.fault != "" {
 		if cfg.Fault, err = orchestrate.ParseFault(o.fault); err != nil {
 			return err // a configerr: rendered as --fault

@@ -54,6 +54,8 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true", "--compare-in", "slices", "--rounds", "3"}, "--compare-in slices: does not go with"},
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true:/nonexistent.yml"}, `--compare "b=/bin/true:/nonexistent.yml"`},
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true:" + badSection(t)}, "the relayload section takes inbound_filters: true|false"},
+		{[]string{"--rates", "100", "--user-agents-file", agentsFile(t, "curl/8.5.0\t2\nWget/1.21.4\n")}, "a.txt:2: no weight, but line 1 has one"},
+		{[]string{"--rates", "100", "--user-agents-file", agentsFile(t, "# nothing\n")}, "a.txt: no agents"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer
@@ -377,6 +379,7 @@ func TestRelayReportBadFlags(t *testing.T) {
 		{[]string{"--out", "x"}, "--relay-bin and --out are required"},
 		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--kind-rate", "0"}, "--kind-rate 0: want a rate above 0"},
 		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--relay-config", "/nonexistent.yml"}, "--relay-config"},
+		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--user-agents-file", agentsFile(t, "a/1\na/1\n")}, "a.txt:2: the agent of line 1 again"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"relay-report"}, tc.args...), &stdout, &stderr)
@@ -385,6 +388,15 @@ func TestRelayReportBadFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, want exit 2 and one line with %q", tc.args, code, stderr.String(), tc.want)
 		}
 	}
+}
+
+// agentsFile is a --user-agents-file a.txt holding content.
+func agentsFile(t *testing.T, content string) string {
+	p := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // badSection is a build's CONFIG.yml whose relayload section has a key it

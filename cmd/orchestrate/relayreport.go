@@ -35,7 +35,7 @@ var relayReportHelp = cli.Help{
 	},
 	Groups: []cli.Group{
 		{Title: "Relay", Flags: []string{"relay-bin", "relay-name", "relay-config", "perf"}},
-		{Title: "Traffic", Flags: []string{"duration", "kind-rate"}},
+		{Title: "Traffic", Flags: []string{"duration", "kind-rate", "user-agents-file"}},
 		{Title: "Comparing builds", Flags: []string{"compare", "slice", "budget", "precision"}},
 		{Title: "Output", Flags: []string{"out", "quiet"}},
 	},
@@ -45,6 +45,7 @@ var relayReportHelp = cli.Help{
 // rrFlags are relay-report's flags as given.
 type rrFlags struct {
 	relayBin, relayName, out, conf, compare, precision *string
+	agents                                             *string // --user-agents-file
 	duration, slice, budget                            *time.Duration
 	kindRate                                           *float64
 	perf, quiet                                        *bool
@@ -65,6 +66,7 @@ func defineRelayReport(fs *flag.FlagSet) rrFlags {
 		slice:     fs.Duration("slice", orchestrate.DefaultSlice, "with --compare: how long each build takes a kind's traffic in turn"),
 		budget:    fs.Duration("budget", relayreport.DefaultCompareBudget, "with --compare: the longest each kind's comparison may take"),
 		precision: fs.String("precision", "", "with --compare: end a kind's comparison once the 95% interval of the change in CPU per envelope is within ±this `PERCENT`, e.g. 3%"),
+		agents:    fs.String("user-agents-file", "", userAgentsFileUsage),
 	}
 }
 
@@ -127,7 +129,11 @@ func relayReportOptions(args []string, stdout io.Writer) (relayreport.Options, b
 		return o, false, err
 	}
 
-	o = relayreport.Options{RelayBin: *relayBin, BaselineName: *relayName, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf}
+	o = relayreport.Options{RelayBin: *relayBin, BaselineName: *relayName, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf,
+		AgentsFrom: *f.agents}
+	if o.Agents, err = readAgents(*f.agents); err != nil {
+		return o, false, err
+	}
 	if *conf != "" {
 		if o.RelayConfig, err = relayconfig.LoadOverrides(*conf); err != nil {
 			return o, false, cli.Usagef("--relay-config: %w", err)

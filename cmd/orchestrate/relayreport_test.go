@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -67,5 +68,30 @@ func TestRelayReportCompareOptions(t *testing.T) {
 	o, _, err = relayReportOptions([]string{"--relay-bin", "/r/main", "--out", "o"}, io.Discard)
 	if err != nil || o.Compare != nil || o.BaselineName != "relay" || o.Slice != 0 || o.CompareBudget != 0 || o.Precision != 0 {
 		t.Errorf("without --compare: %+v, %v", o, err)
+	}
+}
+
+// --user-agents-file reaches orchestrate's Config and relay-report's
+// Options as the list and its file's name.
+func TestUserAgentsFileOptions(t *testing.T) {
+	path := agentsFile(t, "# two\ncurl/8.5.0\t3\nWget/1.21.4\t1\n")
+	fs := flag.NewFlagSet("orchestrate", flag.ContinueOnError)
+	var opts options
+	opts.define(fs)
+	if err := fs.Parse([]string{"--rates", "100", "--user-agents-file", path, "--unique-user-agents"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := opts.config()
+	if err != nil || len(cfg.Agents) != 2 || cfg.Agents[0].UA != "curl/8.5.0" || cfg.Agents[0].Weight != 3 || cfg.AgentsFrom != path ||
+		!cfg.UniqueUserAgents {
+		t.Errorf("orchestrate: agents %+v from %q, unique %v, %v", cfg.Agents, cfg.AgentsFrom, cfg.UniqueUserAgents, err)
+	}
+	o, _, err := relayReportOptions([]string{"--relay-bin", "/r/main", "--out", "o", "--user-agents-file", path}, io.Discard)
+	if err != nil || len(o.Agents) != 2 || o.Agents[1].UA != "Wget/1.21.4" || o.AgentsFrom != path {
+		t.Errorf("relay-report: agents %+v from %q, %v", o.Agents, o.AgentsFrom, err)
+	}
+	o, _, err = relayReportOptions([]string{"--relay-bin", "/r/main", "--out", "o"}, io.Discard)
+	if err != nil || o.Agents != nil || o.AgentsFrom != "" {
+		t.Errorf("relay-report without a file: agents %+v from %q, %v", o.Agents, o.AgentsFrom, err)
 	}
 }

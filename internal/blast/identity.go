@@ -25,8 +25,9 @@ func newRunID() string {
 
 // poolDigest identifies what a pool sends apart from its timestamps, which
 // every run anchors anew (so its bodies differ from run to run): the
-// options it was built with and its projects. Processes that build the
-// same pool (the shards of one schedule) get the same digest.
+// options it was built with, its projects and its list of agents if it
+// has one. Processes that build the same pool (the shards of one
+// schedule) get the same digest.
 func poolDigest(p *pool.Pool) string {
 	o := p.Options
 	h := sha256.New()
@@ -34,6 +35,11 @@ func poolDigest(p *pool.Pool) string {
 		o.Seed, len(p.Entries), o.Mix, o.ZipfS, o.UserAgents, o.UniqueUserAgents, o.Encoding)
 	for _, pr := range o.Projects {
 		fmt.Fprintf(h, "%d %d %s %s %d\n", pr.ID, pr.OrgID, pr.Slug, pr.PublicKey, pr.KeyID)
+	}
+	// A list of agents counts by its content, not its file's name: shards
+	// may read copies of one list from different paths.
+	for _, a := range o.Agents {
+		fmt.Fprintf(h, "agent %q %g\n", a.UA, a.Weight)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }

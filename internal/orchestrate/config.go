@@ -23,6 +23,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/useragent"
 )
 
 // Defaults for zero Config fields.
@@ -137,6 +138,10 @@ type Config struct {
 	UserAgents       int
 	UniqueUserAgents bool
 	Encoding         compression.Encoding
+	// Agents, when given, replace the generated agents (see
+	// pool.Options.Agents); AgentsFrom names where they came from.
+	Agents     []useragent.Weighted
+	AgentsFrom string
 	// MaxInflight and Timeout are passed to blast (0 = blast's defaults).
 	MaxInflight int
 	Timeout     time.Duration
@@ -364,6 +369,9 @@ func (c *Config) checkTraffic() error {
 		if err := c.Mix.Validate(); err != nil {
 			return configerr.Wrap("Mix", err)
 		}
+	}
+	if err := pool.CheckAgents(c.Agents); err != nil {
+		return configerr.Wrap("Agents", err)
 	}
 	return nil
 }

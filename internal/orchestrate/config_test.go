@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
+	"github.com/relayload/relayload/internal/useragent"
 	"github.com/relayload/relayload/upstream"
 )
 
@@ -55,6 +56,7 @@ func TestConfigValidation(t *testing.T) {
 		{"bad cpus", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.RelayCPUs = "1-0" }, "cpu list"},
 		{"bad call graph", func(c *Config) { c.Builds = []Build{{Bin: "/x"}}; c.Perf, c.CallGraph = "p", "magic" }, "CallGraph: \"magic\": want dwarf, lbr or fp"},
 		{"Duration: -1s: must not be negative", func(c *Config) { c.Duration = -time.Second }, "Duration: -1s: must not be negative"},
+		{"agent twice", func(c *Config) { c.Agents = []useragent.Weighted{{UA: "a/1"}, {UA: "a/1"}} }, `Agents: agent 1: "a/1" given twice`},
 	}
 	for _, tc := range tests {
 		c := ok

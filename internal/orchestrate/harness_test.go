@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/internal/useragent"
 )
 
 // quick is a short config for tests. The machine running tests is shared
@@ -67,5 +69,27 @@ func TestHarnessSweep(t *testing.T) {
 	// The work directory is gone.
 	if ents, _ := os.ReadDir(cfg.WorkDir); len(ents) != 0 {
 		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// A list of agents reaches the pool and the report's Setup, and with
+// unique agents the log says how far it goes.
+func TestHarnessAgentsList(t *testing.T) {
+	cfg := quick(200)
+	cfg.WorkDir = t.TempDir()
+	cfg.Agents = []useragent.Weighted{{UA: "curl/8.5.0"}, {UA: "Wget/1.21.4"}, {UA: "ShopApp/5821 CFNetwork/1568.100.1 Darwin/24.0.0"}}
+	cfg.AgentsFrom, cfg.UniqueUserAgents = "agents.txt", true
+	var log strings.Builder
+	cfg.Log = &log
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Setup
+	if s.UserAgents != 3 || s.UserAgentsFrom != "agents.txt" || !s.UniqueUserAgents || len(rep.Steps) != 1 || rep.Steps[0].OK == 0 {
+		t.Fatalf("setup %d agents from %q unique %v; %d steps", s.UserAgents, s.UserAgentsFrom, s.UniqueUserAgents, len(rep.Steps))
+	}
+	if want := "3 user agents in agents.txt for a pool of 200 envelopes: each agent serves about 67 envelopes, in turn\n"; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q, want %q", log.String(), want)
 	}
 }

@@ -59,6 +59,7 @@ type Setup struct {
 	Mix              string        `json:"mix"`
 	UserAgents       int           `json:"user_agents"`
 	UniqueUserAgents bool          `json:"unique_user_agents,omitempty"`
+	UserAgentsFrom   string        `json:"user_agents_from,omitempty"` // the file of the agents; "" if generated
 	Encoding         string        `json:"encoding"`
 	RelayCPUs        string        `json:"relay_cpus,omitempty"`
 	HarnessCPUs      string        `json:"harness_cpus,omitempty"`

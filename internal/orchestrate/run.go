@@ -140,6 +140,17 @@ func (r *runner) probeVersions(ctx context.Context) error {
 	return nil
 }
 
+// agentsFrom names where Config.Agents came from ("" without them).
+func agentsFrom(cfg Config) string {
+	switch {
+	case len(cfg.Agents) == 0:
+		return ""
+	case cfg.AgentsFrom == "":
+		return "a list"
+	}
+	return cfg.AgentsFrom
+}
+
 // newReport starts the report with what shapes the numbers.
 func (r *runner) newReport(harnessCPUs string) *Report {
 	cfg := r.cfg
@@ -148,7 +159,7 @@ func (r *runner) newReport(harnessCPUs string) *Report {
 		Builds: cfg.Builds, Rates: cfg.Rates, Rounds: cfg.Rounds, FindMax: cfg.FindMax,
 		Duration: cfg.Duration, Warmup: cfg.Warmup, Idle: cfg.Idle, Seed: cfg.Seed, Projects: cfg.Projects,
 		PoolSize: cfg.PoolSize, UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents,
-		Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
+		UserAgentsFrom: agentsFrom(cfg), Encoding: string(cfg.Encoding), RelayCPUs: cfg.RelayCPUs, HarnessCPUs: harnessCPUs, Fault: cfg.Fault, RelayConfig: cfg.RelayConfig,
 		StatsDMetrics: cfg.StatsDMetrics, HarnessProcs: runtime.GOMAXPROCS(0), HarnessSysmon: sysmonState(),
 	}
 	if cfg.Slices {
@@ -208,10 +219,15 @@ func (r *runner) prepare(ctx context.Context, rep *Report) (cleanup func(), err 
 		return cleanup, configerr.Wrap("Projects", err)
 	}
 	r.logf("building a pool of %d envelopes (seed %d, %d projects)", cfg.PoolSize, cfg.Seed, cfg.Projects)
-	r.pool, err = pool.Build(ctx, pool.Options{
+	opts := pool.Options{
 		Seed: cfg.Seed, Size: cfg.PoolSize, Mix: cfg.Mix, Projects: r.projects,
-		UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents, Encoding: cfg.Encoding,
-	})
+		UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents, Agents: cfg.Agents, AgentsFrom: agentsFrom(cfg),
+		Encoding: cfg.Encoding,
+	}
+	if note := opts.AgentsNote(); note != "" {
+		r.logf("%s", note)
+	}
+	r.pool, err = pool.Build(ctx, opts)
 	if err != nil {
 		return cleanup, configerr.Wrap("PoolSize", err)
 	}

@@ -1,7 +1,10 @@
 package pool
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 
 	"github.com/relayload/relayload/internal/useragent"
@@ -12,14 +15,30 @@ type agentTable struct {
 	unique bool
 	seed   uint64
 	list   []useragent.Agent
+	// cum holds the running sums of Options.Agents' weights when they
+	// have weights: entries then draw in proportion to them.
+	cum []float64
 }
 
-// newAgentTable generates Options.UserAgents distinct agents, in index
-// order (so the table is the same on every build). A drawn agent that is
-// already in the table is redrawn in unique form, which cannot collide with
-// a non-unique one of the same family.
+// newAgentTable classifies Options.Agents or, without them, generates
+// Options.UserAgents distinct agents, in index order (so the table is the
+// same on every build). A drawn agent that is already in the table is
+// redrawn in unique form, which cannot collide with a non-unique one of
+// the same family.
 func newAgentTable(o *Options) *agentTable {
 	t := &agentTable{unique: o.UniqueUserAgents, seed: o.Seed}
+	if len(o.Agents) > 0 {
+		t.list = make([]useragent.Agent, len(o.Agents))
+		total := 0.0
+		for k, w := range o.Agents {
+			t.list[k] = useragent.Classify(w.UA)
+			if w.Weight > 0 && !t.unique {
+				total += w.Weight
+				t.cum = append(t.cum, total)
+			}
+		}
+		return t
+	}
 	if t.unique {
 		return t
 	}
@@ -38,14 +57,64 @@ func newAgentTable(o *Options) *agentTable {
 	return t
 }
 
-// pick returns the agent of the entry at index i: Zipf-ranked from the
-// table (drawn from g's stream), or the entry's own unique agent (drawn
-// from a stream of its own, leaving g's untouched).
+// pick returns the agent of the entry at index i: drawn from the table
+// (from g's stream: Zipf-ranked, or by weight), or the entry's own unique
+// agent (the list's next in turn, or generated from a stream of its own,
+// leaving g's untouched).
 func (t *agentTable) pick(g *gen, i int) useragent.Agent {
-	if t.unique {
+	switch {
+	case t.unique && len(t.list) > 0:
+		return t.list[i%len(t.list)]
+	case t.unique:
 		return useragent.Generate(stream(t.seed, saltUA, uint64(i)), true, uint64(i))
+	case t.cum != nil:
+		u := g.r.Float64() * t.cum[len(t.cum)-1]
+		k := sort.Search(len(t.cum), func(k int) bool { return t.cum[k] > u })
+		return t.list[min(k, len(t.list)-1)]
 	}
 	return t.list[g.zipf(len(t.list))]
+}
+
+// CheckAgents refuses a list of agents (Options.Agents) a pool cannot
+// draw from as documented: an agent useragent.Check refuses, one given
+// twice, more than MaxSize, or weights on some agents only.
+func CheckAgents(l []useragent.Weighted) error {
+	if len(l) > MaxSize {
+		return fmt.Errorf("%d agents: want at most %d", len(l), MaxSize)
+	}
+	seen := make(map[string]bool, len(l))
+	for k, w := range l {
+		if err := useragent.Check(w.UA); err != nil {
+			return fmt.Errorf("agent %d: %w", k, err)
+		}
+		if seen[w.UA] {
+			return fmt.Errorf("agent %d: %q given twice", k, w.UA)
+		}
+		seen[w.UA] = true
+		if !(w.Weight >= 0) || math.IsInf(w.Weight, 0) || (w.Weight > 0) != (l[0].Weight > 0) {
+			return fmt.Errorf("agent %d: weight %v: want a positive finite number for every agent, or 0 for every agent", k, w.Weight)
+		}
+	}
+	return nil
+}
+
+// AgentsNote says how a pool of o with UniqueUserAgents spreads its Agents
+// over the entries ("" without both): each agent serves about Size/len
+// entries in turn, or every entry has its own.
+func (o *Options) AgentsNote() string {
+	if !o.UniqueUserAgents || len(o.Agents) == 0 {
+		return ""
+	}
+	from := o.AgentsFrom
+	if from == "" {
+		from = "the list"
+	}
+	n, m := len(o.Agents), o.Size
+	if n >= m {
+		return fmt.Sprintf("%d user agents in %s for a pool of %d envelopes: every envelope has its own (the first %d)", n, from, m, m)
+	}
+	return fmt.Sprintf("%d user agents in %s for a pool of %d envelopes: each agent serves about %d envelopes, in turn",
+		n, from, m, int(math.Round(float64(m)/float64(n))))
 }
 
 // publicIP returns a public unicast address: never private, loopback,

@@ -111,7 +111,10 @@
 // come from package useragent (Chrome, Mobile Safari, Edge, Firefox,
 // Samsung, Opera, crawlers, legacy browsers, app clients, tools): a table
 // of UserAgents distinct agents drawn with Zipf, or with UniqueUserAgents
-// one agent per entry that no other entry has.
+// one agent per entry that no other entry has. Options.Agents (a list of
+// real agents) replace them: drawn with Zipf in list order or by their
+// weights, or with UniqueUserAgents each in turn; useragent.Classify says
+// which SDKs fit each.
 // The agent is where Relay reads it (event request.headers User-Agent,
 // session attrs.user_agent, log attribute user_agent.original) and in
 // Entry.UserAgent for the HTTP header. Entry.ForwardedFor is a public IPv4

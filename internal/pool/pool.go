@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/useragent"
 	"github.com/relayload/relayload/projects"
 )
 
@@ -43,9 +44,19 @@ type Options struct {
 	// UserAgents is the number of distinct agents entries draw from (with
 	// Zipf, exponent ZipfS); 0 = DefaultUserAgents. Ignored when
 	// UniqueUserAgents is set: then every entry has an agent no other entry has.
-	UserAgents       int                  `json:"user_agents"`
-	UniqueUserAgents bool                 `json:"unique_user_agents"`
-	Encoding         compression.Encoding `json:"encoding"` // "" = identity
+	UserAgents       int  `json:"user_agents"`
+	UniqueUserAgents bool `json:"unique_user_agents"`
+	// Agents, when given, replace the generated agents, and UserAgents
+	// becomes their number: entries draw them with Zipf (exponent ZipfS,
+	// rank = order) or, when they have weights, in proportion to the
+	// weights. With UniqueUserAgents entry i takes Agents[i mod
+	// len(Agents)] instead: every entry its own when there are as many
+	// agents as entries. Each agent is classified (useragent.Classify) so
+	// that the payloads fit it.
+	Agents []useragent.Weighted `json:"agents,omitempty"`
+	// AgentsFrom names where Agents came from (a file), for reports.
+	AgentsFrom string               `json:"agents_from,omitempty"`
+	Encoding   compression.Encoding `json:"encoding"` // "" = identity
 	// Now anchors every timestamp; sent_at = Now. Zero = time.Now() at Build.
 	Now time.Time `json:"now"`
 }
@@ -115,6 +126,12 @@ func (o *Options) normalize() error {
 	}
 	if !(o.ZipfS > 1) || math.IsInf(o.ZipfS, 0) {
 		return fmt.Errorf("pool: zipf exponent %v must be a finite number > 1", o.ZipfS)
+	}
+	if len(o.Agents) > 0 {
+		if err := CheckAgents(o.Agents); err != nil {
+			return fmt.Errorf("pool: agents: %w", err)
+		}
+		o.UserAgents = len(o.Agents)
 	}
 	if o.UserAgents == 0 {
 		o.UserAgents = DefaultUserAgents
@@ -400,7 +417,7 @@ func EstimateSize(ctx context.Context, opts Options) (Estimate, error) {
 	var strs int64
 	for _, e := range p.Entries {
 		strs += int64(len(e.EventID) + len(e.ForwardedFor))
-		if opts.UniqueUserAgents {
+		if opts.UniqueUserAgents && len(opts.Agents) == 0 {
 			strs += int64(len(e.UserAgent)) // else shared by the entries
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
 	"github.com/relayload/relayload/internal/report"
+	"github.com/relayload/relayload/internal/useragent"
 )
 
 // Options say which Relay to measure and how long each step runs.
@@ -65,6 +66,10 @@ type Options struct {
 	CompareBudget time.Duration
 	// Kinds are the kinds costed one at a time (default Kinds).
 	Kinds []pool.Kind
+	// Agents, when given, replace every section's generated user agents
+	// (see pool.Options.Agents); AgentsFrom names where they came from.
+	Agents     []useragent.Weighted
+	AgentsFrom string
 }
 
 // DefaultCompareBudget is how long each kind's comparison may take.
@@ -125,7 +130,7 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 	base := orchestrate.Config{
 		Builds: builds, Duration: o.Duration, Log: o.Log,
 		Warmup: o.Warmup, Idle: o.Idle, Seed: 1, RelayConfig: o.RelayConfig, PoolSize: o.PoolSize,
-		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer},
+		StatsDListen: "127.0.0.1:0", StatsDMetrics: []string{SignatureTimer}, Agents: o.Agents, AgentsFrom: o.AgentsFrom,
 	}
 	section := func(name string, mod func(*orchestrate.Config)) (*orchestrate.Report, error) {
 		cfg := base

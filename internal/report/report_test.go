@@ -749,3 +749,27 @@ func TestHeadlineHarnessCeiling(t *testing.T) {
 		t.Errorf("headline %q\nwant     %q", h, want)
 	}
 }
+
+// The Setup says where the user agents came from: generated, or a file
+// with its number of agents, and how unique agents were spread.
+func TestSetupUserAgents(t *testing.T) {
+	for _, tc := range []struct {
+		from         string
+		agents, pool int
+		unique       bool
+		want         string
+	}{
+		{"", 1000, 100, false, ", 1000 user agents, seed"},
+		{"", 1000, 100, true, ", 1000 user agents (every envelope its own), seed"},
+		{"agents.txt", 7, 100, false, ", user agents from agents.txt (7 agents), seed"},
+		{"agents.txt", 7, 100, true, ", user agents from agents.txt (7 agents) (each in turn, about 14 envelopes per agent), seed"},
+		{"agents.txt", 700, 100, true, ", user agents from agents.txt (700 agents) (every envelope its own), seed"},
+	} {
+		rep := sample()
+		rep.Setup.UserAgentsFrom, rep.Setup.UserAgents, rep.Setup.PoolSize, rep.Setup.UniqueUserAgents = tc.from, tc.agents, tc.pool, tc.unique
+		if out := flat(full(t, rep)); !strings.Contains(out, tc.want) {
+			i := strings.Index(out, "Traffic: ")
+			t.Errorf("%+v: setup %q, want %q", tc, out[i:min(len(out), i+200)], tc.want)
+		}
+	}
+}

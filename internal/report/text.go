@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -763,6 +764,23 @@ func (pg *page) chartSection() {
 	}
 }
 
+// userAgents says where the pool's agents came from and how they were
+// spread over its envelopes.
+func userAgents(s orchestrate.Setup) string {
+	out := fmt.Sprintf("%d user agents", s.UserAgents)
+	if s.UserAgentsFrom != "" {
+		out = fmt.Sprintf("user agents from %s (%d agents)", s.UserAgentsFrom, s.UserAgents)
+	}
+	switch {
+	case !s.UniqueUserAgents:
+	case s.UserAgentsFrom == "" || s.UserAgents >= s.PoolSize:
+		out += " (every envelope its own)"
+	default:
+		out += fmt.Sprintf(" (each in turn, about %d envelopes per agent)", int(math.Round(float64(s.PoolSize)/float64(max(s.UserAgents, 1)))))
+	}
+	return out
+}
+
 // setup writes what shaped the numbers: builds, traffic, steps, host.
 func (pg *page) setup() {
 	w, rep := pg.w, pg.rep
@@ -781,9 +799,9 @@ func (pg *page) setup() {
 	if len(builds) > 0 {
 		fmt.Fprintf(w, "Builds: %s.\n", strings.Join(builds, ", "))
 	}
-	fmt.Fprintf(w, "Traffic: mix %s, %d projects (Zipf), pool of %d envelopes (%s raw, %s on the wire, %s), %d user agents%s, seed %d.\n",
+	fmt.Fprintf(w, "Traffic: mix %s, %d projects (Zipf), pool of %d envelopes (%s raw, %s on the wire, %s), %s, seed %d.\n",
 		s.Mix, s.Projects, s.PoolSize, mb(float64(s.PoolBytes["raw"])), mb(float64(s.PoolBytes["encoded"])), s.Encoding,
-		s.UserAgents, map[bool]string{true: " (every envelope its own)", false: ""}[s.UniqueUserAgents], s.Seed)
+		userAgents(s), s.Seed)
 	if len(rep.SliceRuns) > 0 {
 		fmt.Fprintf(w, "Each comparison: per build a fake upstream and a Relay started once, warm-up, %s idle, a slice of traffic to each (discarded), then pairs of %s slices in alternating order until %s.",
 			s.Idle, s.Slice, sliceStop(s))

@@ -1,4 +1,7 @@
-// Package useragent generates realistic, deterministic User-Agent strings.
+// Package useragent generates realistic, deterministic User-Agent strings,
+// reads lists of real ones (ParseList: one per line, optionally weighted)
+// and classifies any agent into the kind of client that sent it
+// (Classify), which is what a pool needs to build payloads that fit it.
 //
 // Families and their weights (per mille, in families) follow real browser traffic:
 // Chrome desktop and Android, Mobile Safari, Safari on macOS, Chrome and
