@@ -248,23 +248,23 @@ type httpLayerCounters struct {
 // instead of) a handler, and the answers it cut.
 type HTTPLayer struct {
 	// Connections accepted.
-	Connections int64 `json:"connections"`
+	Connections int64 `json:"connections" prom:"http_connections_total" help:"Connections accepted."`
 	// ClosedBeforeRequest: closed without sending a byte (clients' spare
 	// connections do this too).
-	ClosedBeforeRequest int64 `json:"closed_before_request"`
+	ClosedBeforeRequest int64 `json:"closed_before_request" prom:"http_layer_closed_total,when=before_request" help:"Connections closed before a handler had their request, by when."`
 	// ClosedMidHeader: the client closed in the middle of a header.
-	ClosedMidHeader int64 `json:"closed_mid_header"`
+	ClosedMidHeader int64 `json:"closed_mid_header" prom:"http_layer_closed_total,when=mid_header"`
 	// HeaderTimeouts: cut by ReadHeaderTimeout before the header was complete.
-	HeaderTimeouts int64 `json:"header_timeouts"`
+	HeaderTimeouts int64 `json:"header_timeouts" prom:"http_layer_closed_total,when=header_timeout"`
 	// Rejected: answered by the HTTP server itself, by status ("431"
 	// header over the cap, "400" a request that does not parse, "501"
 	// unknown transfer coding, "417" unknown expectation).
-	Rejected map[string]int64 `json:"rejected"`
+	Rejected map[string]int64 `json:"rejected" prom:"http_layer_rejected_total,status" help:"Requests answered by Go's HTTP server itself, by status."`
 	// WriteTimeouts: connections whose answer missed its write deadline
 	// (the client did not read it in time).
-	WriteTimeouts int64 `json:"write_timeouts"`
+	WriteTimeouts int64 `json:"write_timeouts" prom:"http_write_timeouts_total" help:"Connections whose answer missed its write deadline."`
 	// ErrorLog: lines net/http logged, by class.
-	ErrorLog map[string]int64 `json:"error_log"`
+	ErrorLog map[string]int64 `json:"error_log" prom:"http_error_log_total,class" help:"Lines of Go's HTTP server error log, by class."`
 }
 
 func (h *httpLayerCounters) snapshot() HTTPLayer {

@@ -283,8 +283,8 @@ func addSaturatingAtomic(a *atomic.Int64, d int64) {
 // Stats is a snapshot of everything the fake upstream counted since start or
 // the last reset. It marshals to the /stats JSON as-is.
 type Stats struct {
-	UptimeSeconds     float64 `json:"uptime_seconds"`
-	SinceResetSeconds float64 `json:"since_reset_seconds"`
+	UptimeSeconds     float64 `json:"uptime_seconds" prom:"uptime_seconds,gauge" help:"Seconds since the fake upstream started."`
+	SinceResetSeconds float64 `json:"since_reset_seconds" prom:"since_reset_seconds,gauge" help:"Seconds since the counters were last reset."`
 
 	Registrations  Registrations  `json:"registrations"`
 	ConfigRequests ConfigRequests `json:"config_requests"`
@@ -292,28 +292,29 @@ type Stats struct {
 
 	// Envelopes accepted by the envelope sink (2xx), by who sent them:
 	// "relay" (X-Sentry-Relay-Id present and verified) or "sdk".
-	Envelopes         int64            `json:"envelopes"`
-	EnvelopesBySender map[string]int64 `json:"envelopes_by_sender"`
+	Envelopes         int64            `json:"envelopes" prom:"envelopes_total" help:"Envelopes accepted by the sink."`
+	EnvelopesBySender map[string]int64 `json:"envelopes_by_sender" prom:"envelopes_by_sender_total,sender" help:"Envelopes accepted by sender."`
 	// DataEnvelopes are the envelopes with at least one item that is
-	// neither metrics nor a client report; Timeline has them per second.
-	DataEnvelopes int64    `json:"data_envelopes"`
-	Timeline      Timeline `json:"timeline"`
+	// neither metrics nor a client report; Timeline has them per second
+	// (a series, so not in the Prometheus form).
+	DataEnvelopes int64    `json:"data_envelopes" prom:"data_envelopes_total" help:"Envelopes with an item that is neither metrics nor a client report."`
+	Timeline      Timeline `json:"timeline" prom:"-"`
 	// ItemsByType counts envelope items; RecordsByType counts what they hold
 	// (a log container's item_count, 1 for other items).
-	ItemsByType   map[string]int64            `json:"items_by_type"`
-	RecordsByType map[string]int64            `json:"records_by_type"`
-	Bytes         map[string]EncodingBytes    `json:"bytes_by_encoding"`
+	ItemsByType   map[string]int64            `json:"items_by_type" prom:"items_total,type" help:"Envelope items by type."`
+	RecordsByType map[string]int64            `json:"records_by_type" prom:"records_total,type" help:"Records in envelope items (item_count, else 1) by type."`
+	Bytes         map[string]EncodingBytes    `json:"bytes_by_encoding" prom:",encoding"`
 	TopProjects   []ProjectStats              `json:"top_projects"`
-	MetricBuckets int64                       `json:"metric_buckets"`
+	MetricBuckets int64                       `json:"metric_buckets" prom:"metric_buckets_total" help:"Non-outcome metric buckets received."`
 	Outcomes      Outcomes                    `json:"outcomes"`
 	Canaries      Canaries                    `json:"canaries"`
-	Errors        map[string]int64            `json:"errors"`
-	Requests      map[string]map[string]int64 `json:"requests"`
-	Faults        map[string]int64            `json:"faults_injected"`
-	Panics        int64                       `json:"panics"`
+	Errors        map[string]int64            `json:"errors" prom:"errors_total,reason" help:"Rejected requests by reason."`
+	Requests      map[string]map[string]int64 `json:"requests" prom:"requests_total,route,status" help:"Requests by route and status."`
+	Faults        map[string]int64            `json:"faults_injected" prom:"faults_injected_total,fault" help:"Injected faults by kind."`
+	Panics        int64                       `json:"panics" prom:"panics_total" help:"Recovered handler panics."`
 	// InFlight is the requests being handled when the snapshot was taken
 	// (over /stats, not counting that request).
-	InFlight int64 `json:"in_flight"`
+	InFlight int64 `json:"in_flight" prom:"in_flight_requests,gauge" help:"Requests being handled, not counting this one."`
 	// HTTPLayer counts what Go's HTTP server rejected or cut before a
 	// handler saw the request (httplayer.go).
 	HTTPLayer HTTPLayer `json:"http_layer"`
@@ -324,40 +325,42 @@ type Stats struct {
 
 // Registrations counts the two registration steps.
 type Registrations struct {
-	Challenges int64            `json:"challenges"`
-	Responses  int64            `json:"responses"`
-	Failures   map[string]int64 `json:"failures"`
+	Challenges int64            `json:"challenges" prom:"registration_challenges_total" help:"Registration challenge requests."`
+	Responses  int64            `json:"responses" prom:"registration_responses_total" help:"Registration response requests."`
+	Failures   map[string]int64 `json:"failures" prom:"registration_failures_total,reason" help:"Failed registration steps by reason."`
 }
 
 // ConfigRequests counts project-config traffic.
 type ConfigRequests struct {
-	Global        int64 `json:"global"`
-	GlobalPending int64 `json:"global_pending"`
-	Project       int64 `json:"project"`
-	KeysServed    int64 `json:"keys_served"`
-	Pending       int64 `json:"pending"`
-	Unchanged     int64 `json:"unchanged"`
-	Unknown       int64 `json:"unknown"`
+	Global        int64 `json:"global" prom:"config_requests_global_total" help:"Global config requests."`
+	GlobalPending int64 `json:"global_pending" prom:"config_requests_global_pending_total" help:"Global config answers with globalStatus pending."`
+	Project       int64 `json:"project" prom:"config_requests_project_total" help:"Project config requests with at least one key."`
+	KeysServed    int64 `json:"keys_served" prom:"config_keys_served_total" help:"Project keys answered with a config."`
+	Pending       int64 `json:"pending" prom:"config_keys_pending_total" help:"Project keys answered as pending."`
+	Unchanged     int64 `json:"unchanged" prom:"config_keys_unchanged_total" help:"Project keys answered as unchanged."`
+	Unknown       int64 `json:"unknown" prom:"config_keys_unknown_total" help:"Unknown project keys (omitted)."`
 }
 
 // Signatures counts how request signatures were checked.
 type Signatures struct {
-	Verified   int64 `json:"verified"`    // full Ed25519 verification succeeded
-	NotChecked int64 `json:"not_checked"` // verification switched off
+	// Verified: full Ed25519 verification succeeded; NotChecked:
+	// verification switched off.
+	Verified   int64 `json:"verified" prom:"signatures_total,result=verified" help:"Relay signature checks by result."`
+	NotChecked int64 `json:"not_checked" prom:"signatures_total,result=not_checked"`
 }
 
 // EncodingBytes counts bodies per Content-Encoding.
 type EncodingBytes struct {
-	Requests int64 `json:"requests"`
-	Wire     int64 `json:"wire"`
-	Decoded  int64 `json:"decoded"`
+	Requests int64 `json:"requests" prom:"bodies_total" help:"Request bodies by Content-Encoding."`
+	Wire     int64 `json:"wire" prom:"wire_bytes_total" help:"Body bytes as received by Content-Encoding."`
+	Decoded  int64 `json:"decoded" prom:"decoded_bytes_total" help:"Body bytes after decoding by Content-Encoding."`
 }
 
 // ProjectStats is one project's share.
 type ProjectStats struct {
-	ID        int64 `json:"id"`
-	Envelopes int64 `json:"envelopes"`
-	Items     int64 `json:"items"`
+	ID        int64 `json:"id" promlabel:"project"`
+	Envelopes int64 `json:"envelopes" prom:"project_envelopes_total" help:"Envelopes of the busiest projects."`
+	Items     int64 `json:"items" prom:"project_items_total" help:"Envelope items of the busiest projects."`
 }
 
 // Outcomes aggregates outcomes from every source, by quantity.
@@ -367,32 +370,32 @@ type Outcomes struct {
 	ByReason   map[string]int64 `json:"by_reason"`
 	Rows       []OutcomeRow     `json:"rows"`
 	// Messages counts the carriers outcomes arrived in, by source.
-	Messages map[string]int64 `json:"messages"`
+	Messages map[string]int64 `json:"messages" prom:"outcome_messages_total,source" help:"Outcome carriers by source."`
 	// Folded counts the records that found the table full (2000 rows) and
 	// went to a row of reason "other": their quantities are in the rows.
-	Folded int64 `json:"folded"`
+	Folded int64 `json:"folded" prom:"outcomes_folded_total" help:"Outcome records folded into a reason \"other\" row because the outcome table was full."`
 }
 
 // OutcomeRow is one (outcome, category, reason) combination.
 type OutcomeRow struct {
-	Outcome  string `json:"outcome"`
-	Category string `json:"category"`
-	Reason   string `json:"reason"`
-	Quantity int64  `json:"quantity"`
-	Count    int64  `json:"count"` // how many outcome records contributed
+	Outcome  string `json:"outcome" promlabel:"outcome"`
+	Category string `json:"category" promlabel:"category"`
+	Reason   string `json:"reason" promlabel:"reason"`
+	Quantity int64  `json:"quantity" prom:"outcomes_quantity_total" help:"Outcome quantities by outcome, category and reason."`
+	Count    int64  `json:"count" prom:"outcomes_records_total" help:"Outcome records (rows, buckets, batch entries) by outcome, category and reason."`
 }
 
 // Canaries reports PII canaries found in forwarded payloads.
 type Canaries struct {
-	ItemsScanned int64 `json:"items_scanned"`
+	ItemsScanned int64 `json:"items_scanned" prom:"canary_items_scanned_total" help:"Items scanned for PII canaries."`
 	// Leaks: canaries that survived scrubbing, by kind name.
-	Leaks map[string]int64 `json:"leaks"`
+	Leaks map[string]int64 `json:"leaks" prom:"canary_leaks_total,kind" help:"PII canaries that survived scrubbing, by kind."`
 	// KeptFound: negative controls found (expected to survive).
-	KeptFound map[string]int64 `json:"kept_found"`
+	KeptFound map[string]int64 `json:"kept_found" prom:"canary_kept_found_total,kind" help:"Negative-control canaries found, by kind."`
 	// Found: every marker found, by kind (leaked or properly masked).
-	Found map[string]int64 `json:"found"`
+	Found map[string]int64 `json:"found" prom:"canary_found_total,kind" help:"Canary markers found, by kind."`
 	// ScrubbedItems: items whose payload carries a _meta remark ("rem").
-	ScrubbedItems int64 `json:"scrubbed_items"`
+	ScrubbedItems int64 `json:"scrubbed_items" prom:"scrubbed_items_total" help:"Items whose _meta records a scrubbing remark."`
 }
 
 // topProjects is how many projects /stats lists.
