@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -268,26 +267,15 @@ type HTTPLayer struct {
 }
 
 func (h *httpLayerCounters) snapshot() HTTPLayer {
-	out := HTTPLayer{
+	rejectedNames := statusNames
+	rejectedNames[0] = "unreadable"
+	return HTTPLayer{
 		Connections:         h.connections.Load(),
 		ClosedBeforeRequest: h.closedBeforeRequest.Load(),
 		ClosedMidHeader:     h.closedMidHeader.Load(),
 		HeaderTimeouts:      h.headerTimeouts.Load(),
-		Rejected:            map[string]int64{},
+		Rejected:            loadNonZero(rejectedNames[:], h.rejected[:]),
 		WriteTimeouts:       h.writeTimeouts.Load(),
 		ErrorLog:            h.errorLog.snapshot(),
 	}
-	for code := range h.rejected {
-		if n := h.rejected[code].Load(); n != 0 {
-			out.Rejected[itoaStatus(code)] = n
-		}
-	}
-	return out
-}
-
-func itoaStatus(code int) string {
-	if code == 0 {
-		return "unreadable"
-	}
-	return strconv.Itoa(code)
 }

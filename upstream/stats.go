@@ -88,6 +88,15 @@ var routeNames = [numRoutes]string{
 	"projects", "control", "not_found",
 }
 
+// statusNames name the slots of counters by HTTP status; slot 0 counts
+// requests dropped without an answer.
+var statusNames = func() (names [600]string) {
+	for code := range names {
+		names[code] = strconv.Itoa(code)
+	}
+	return names
+}()
+
 // encodings is the fixed order of per-encoding byte counters.
 var encodings = compression.Encodings()
 
@@ -140,7 +149,15 @@ type counters struct {
 	http httpLayerCounters // what Go's HTTP layer did (httplayer.go)
 }
 
-var canaryKinds = canary.Kinds()
+var (
+	canaryKinds = canary.Kinds()
+	canaryNames = func() (names []string) {
+		for _, k := range canaryKinds {
+			names = append(names, k.Name)
+		}
+		return names
+	}()
+)
 
 func canaryIndex(code string) int {
 	return slices.IndexFunc(canaryKinds, func(k canary.Kind) bool { return k.Code == code })
@@ -406,7 +423,6 @@ const topProjects = 20
 // snapshot taken under load is not of a single instant.
 func (c *counters) snapshot(s *Server) Stats {
 	now := s.now() // the clock s.started and c.started were read from
-	items, records := c.itemsByType()
 	st := Stats{
 		UptimeSeconds:     now.Sub(s.started).Seconds(),
 		SinceResetSeconds: now.Sub(c.started).Seconds(),
@@ -429,8 +445,8 @@ func (c *counters) snapshot(s *Server) Stats {
 		EnvelopesBySender: map[string]int64{"relay": c.envelopesRelay.Load(), "sdk": c.envelopesSDK.Load()},
 		DataEnvelopes:     c.dataEnvelopes.Load(),
 		Timeline:          c.arrivals.snapshot(),
-		ItemsByType:       items,
-		RecordsByType:     records,
+		ItemsByType:       loadNonZero(itemTypes[:], c.items[:]),
+		RecordsByType:     loadNonZero(itemTypes[:], c.records[:]),
 		Bytes:             c.bytesByEncoding(),
 		TopProjects:       c.topProjects(s.cfg.Projects),
 		MetricBuckets:     c.metricBuckets.Load(),
@@ -449,16 +465,15 @@ func (c *counters) snapshot(s *Server) Stats {
 	return st
 }
 
-// itemsByType returns the item and record counts of every item type seen.
-func (c *counters) itemsByType() (items, records map[string]int64) {
-	items, records = map[string]int64{}, map[string]int64{}
-	for i, name := range itemTypes {
-		if n := c.items[i].Load(); n != 0 {
-			items[name] = n
-			records[name] = c.records[i].Load()
+// loadNonZero maps names[i] to counts[i] for each count that is not zero.
+func loadNonZero(names []string, counts []atomic.Int64) map[string]int64 {
+	out := map[string]int64{}
+	for i, name := range names {
+		if n := counts[i].Load(); n != 0 {
+			out[name] = n
 		}
 	}
-	return items, records
+	return out
 }
 
 func (c *counters) bytesByEncoding() map[string]EncodingBytes {
@@ -493,40 +508,21 @@ func (c *counters) topProjects(ps []projects.Project) []ProjectStats {
 func (c *counters) requestCounts() map[string]map[string]int64 {
 	out := map[string]map[string]int64{}
 	for r := range c.requests {
-		for code := range c.requests[r] {
-			if n := c.requests[r][code].Load(); n != 0 {
-				m := out[routeNames[r]]
-				if m == nil {
-					m = map[string]int64{}
-					out[routeNames[r]] = m
-				}
-				m[strconv.Itoa(code)] = n
-			}
+		if m := loadNonZero(statusNames[:], c.requests[r][:]); len(m) > 0 {
+			out[routeNames[r]] = m
 		}
 	}
 	return out
 }
 
 func (c *counters) canaries() Canaries {
-	out := Canaries{
+	return Canaries{
 		ItemsScanned:  c.scannedItems.Load(),
-		Leaks:         map[string]int64{},
-		KeptFound:     map[string]int64{},
-		Found:         map[string]int64{},
+		Leaks:         loadNonZero(canaryNames, c.canaryLeaks),
+		KeptFound:     loadNonZero(canaryNames, c.canaryKept),
+		Found:         loadNonZero(canaryNames, c.canaryFound),
 		ScrubbedItems: c.scrubbedItems.Load(),
 	}
-	for i, k := range canaryKinds {
-		if n := c.canaryLeaks[i].Load(); n != 0 {
-			out.Leaks[k.Name] = n
-		}
-		if n := c.canaryKept[i].Load(); n != 0 {
-			out.KeptFound[k.Name] = n
-		}
-		if n := c.canaryFound[i].Load(); n != 0 {
-			out.Found[k.Name] = n
-		}
-	}
-	return out
 }
 
 // outcomeStats returns the outcome rows, sorted by outcome, category and
@@ -537,12 +533,7 @@ func (c *counters) outcomeStats() Outcomes {
 		ByCategory: map[string]int64{},
 		ByReason:   map[string]int64{},
 		Rows:       []OutcomeRow{},
-		Messages:   map[string]int64{},
-	}
-	for i, name := range outcomeSourceNames {
-		if n := c.outcomeMsgs[i].Load(); n != 0 {
-			out.Messages[name] = n
-		}
+		Messages:   loadNonZero(outcomeSourceNames[:], c.outcomeMsgs[:]),
 	}
 	c.outcomes.mu.Lock()
 	for k, r := range c.outcomes.rows {
