@@ -25,14 +25,15 @@ type responseRequest struct {
 
 // registrationBody reads a registration request into v, checks the relay id
 // header against the body's relay_id, and turns every relay away under
-// Config.DenyRelays. The caller calls release when done with body.
-func (s *Server) registrationBody(req *http.Request, c *counters, v any, bodyRelayID func() string) (body []byte, release func(), e *httpError) {
+// Config.DenyRelays. The caller gives back what it holds with
+// s.releaseBody(held).
+func (s *Server) registrationBody(req *http.Request, c *counters, v any, bodyRelayID func() string) (body []byte, held heldBody, e *httpError) {
 	if req.Method != http.MethodPost {
-		return nil, nil, methodNotAllowed(req)
+		return nil, heldBody{}, methodNotAllowed(req)
 	}
-	body, release, e = s.readDecoded(req, c)
+	body, held, e = s.readDecoded(req, c)
 	if e != nil {
-		return nil, nil, e
+		return nil, heldBody{}, e
 	}
 	hdr := req.Header.Get("X-Sentry-Relay-Id")
 	switch e = decodeJSON(body, v, "registration request"); {
@@ -45,10 +46,10 @@ func (s *Server) registrationBody(req *http.Request, c *counters, v any, bodyRel
 		e = relayStop("relay registration denied (--deny-relays)")
 	}
 	if e != nil {
-		release()
-		return nil, nil, e
+		s.releaseBody(held)
+		return nil, heldBody{}, e
 	}
-	return body, release, nil
+	return body, held, nil
 }
 
 func relayStop(detail string) *httpError {
@@ -105,11 +106,11 @@ func (c *counters) registration(e *httpError) *httpError {
 
 func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	var cr challengeRequest
-	body, release, e := s.registrationBody(req, c, &cr, func() string { return cr.RelayID })
+	body, held, e := s.registrationBody(req, c, &cr, func() string { return cr.RelayID })
 	if e != nil {
 		return e
 	}
-	defer release()
+	defer s.releaseBody(held)
 	if cr.Version == "" {
 		return newError(http.StatusBadRequest, "missing_version", "missing relay version")
 	}
@@ -136,11 +137,11 @@ func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters
 
 func (s *Server) response(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	var rr responseRequest
-	body, release, e := s.registrationBody(req, c, &rr, func() string { return rr.RelayID })
+	body, held, e := s.registrationBody(req, c, &rr, func() string { return rr.RelayID })
 	if e != nil {
 		return e
 	}
-	defer release()
+	defer s.releaseBody(held)
 	st, err := relayauth.ValidateToken(s.secret, rr.Token, s.cfg.RegistrationMaxAge, s.now())
 	if err != nil {
 		reason := "bad_token"
@@ -197,20 +198,20 @@ func (s *Server) storeRegistered(id string, pub relayauth.PublicKey, known *rela
 }
 
 // signedQuery reads a signed JSON query body and authenticates the relay;
-// the caller calls release when done with body.
-func (s *Server) signedQuery(req *http.Request, c *counters) (body []byte, release func(), e *httpError) {
+// the caller gives back what it holds with s.releaseBody(held).
+func (s *Server) signedQuery(req *http.Request, c *counters) (body []byte, held heldBody, e *httpError) {
 	if req.Method != http.MethodPost {
-		return nil, nil, methodNotAllowed(req)
+		return nil, heldBody{}, methodNotAllowed(req)
 	}
-	body, release, e = s.readDecoded(req, c)
+	body, held, e = s.readDecoded(req, c)
 	if e != nil {
-		return nil, nil, e
+		return nil, heldBody{}, e
 	}
 	if e := s.authRelay(req, c, body); e != nil {
-		release()
-		return nil, nil, e
+		s.releaseBody(held)
+		return nil, heldBody{}, e
 	}
-	return body, release, nil
+	return body, held, nil
 }
 
 type publicKeyInfo struct {
@@ -221,11 +222,11 @@ type publicKeyInfo struct {
 // handlePublicKeys answers a downstream relay's key lookup (docs/protocol.md,
 // Public keys).
 func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	body, release, e := s.signedQuery(req, c)
+	body, held, e := s.signedQuery(req, c)
 	if e != nil {
 		return e
 	}
-	defer release()
+	defer s.releaseBody(held)
 	var q struct {
 		RelayIDs []string `json:"relay_ids"`
 	}

@@ -52,12 +52,7 @@ func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpErr
 		s.putBuf(bp)
 		return nil, false, clientGone("while waiting for a large-body slot")
 	}
-	if n >= 0 {
-		err = s.readRest(req.Body, bp, int(n), conn)
-	} else {
-		err = s.readRestChunked(req.Body, bp, conn)
-	}
-	if err != nil {
+	if err = s.readRest(req.Body, bp, int(n), conn); err != nil {
 		s.putBuf(bp)
 		<-s.readSlots
 		if errors.Is(err, errTooLargeWire) {
@@ -97,60 +92,46 @@ func (s *Server) rateDeadline(t0 time.Time, got int) time.Time {
 	return t0.Add(s.limits.bodyGrace + atRate(int64(got), s.limits.minBodyRate))
 }
 
-// readRest reads the rest of a body of known length n into *bp (which holds
-// its start), at the minimum rate.
-func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
-	if cap(*bp) < n {
-		// Grow the pooled buffer in place: putting it back and taking
-		// another would grow the pool with the request count
-		// (TestBodyBuffersBoundedByInflight).
-		b := make([]byte, len(*bp), n)
-		copy(b, *bp)
-		*bp = b
-	}
-	b := *bp
-	t0, start := time.Now(), len(b)
-	for len(b) < n {
-		end := min(len(b)+bodyChunk, n)
-		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
-		m, err := io.ReadFull(r, b[len(b):end])
-		b = b[:len(b)+m]
-		*bp = b
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // errTooLargeWire: a body of unknown length ran past MaxWireBytes.
 var errTooLargeWire = errors.New("body over the wire cap")
 
-// readRestChunked reads the rest of a body of unknown length into *bp, up
-// to the wire cap plus one byte, at the minimum rate.
-func (s *Server) readRestChunked(r io.Reader, bp *[]byte, conn net.Conn) error {
+// readRest reads the rest of a body into *bp (which holds its start), at
+// the minimum rate: n bytes in all, or, for n < 0 (chunked), up to its end
+// and no further than one byte past the wire cap.
+func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
+	limit := n
+	if n < 0 {
+		limit = int(s.cfg.MaxWireBytes) + 1
+	} else if cap(*bp) < n {
+		// Grow the pooled buffer in place: putting it back and taking
+		// another would grow the pool with the request count
+		// (TestBodyBuffersBoundedByInflight).
+		*bp = append(make([]byte, 0, n), *bp...)
+	}
 	b := *bp
-	limit := int(s.cfg.MaxWireBytes)
 	t0, start := time.Now(), len(b)
-	for {
+	for len(b) < limit {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		end := min(cap(b), limit+1, len(b)+bodyChunk)
+		end := min(cap(b), limit, len(b)+bodyChunk)
 		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
 		m, err := r.Read(b[len(b):end])
 		b = b[:len(b)+m]
 		*bp = b
-		if len(b) > limit {
+		switch {
+		case n < 0 && len(b) == limit:
 			return errTooLargeWire
-		}
-		if errors.Is(err, io.EOF) {
+		case err == nil || len(b) == n:
+		case n < 0 && errors.Is(err, io.EOF):
 			return nil
-		}
-		if err != nil {
+		case errors.Is(err, io.EOF):
+			return io.ErrUnexpectedEOF
+		default:
 			return err
 		}
 	}
+	return nil
 }
 
 // bodyReadError answers a body that could not be read: 408 when it did
@@ -232,30 +213,25 @@ func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
 }
 
 // readDecoded reads a request body and undoes its Content-Encoding; the
-// caller must call release when done with body.
-func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, release func(), e *httpError) {
+// caller gives back what it holds with s.releaseBody(held).
+func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, held heldBody, e *httpError) {
 	enc, e := parseEncoding(req)
 	if e != nil {
-		return nil, nil, e
+		return nil, heldBody{}, e
 	}
-	body, held, e := s.readDecodedAs(req, c, enc)
-	if e != nil {
-		return nil, nil, e
-	}
-	return body, func() { s.releaseBody(held) }, nil
+	return s.readDecodedAs(req, c, enc)
 }
 
-// heldBody is what readDecodedAs holds until releaseBody: the pooled
-// buffer the body aliases, an ingest slot and maybe a read slot.
+// heldBody is what readDecoded holds until releaseBody: the pooled buffer
+// the body aliases, an ingest slot and maybe a read slot.
 type heldBody struct {
 	buf   *[]byte
 	large bool
 	wire  int // the body's length as received
 }
 
-// readDecodedAs is readDecoded for a parsed Content-Encoding, without a
-// closure so the sink allocates nothing. It takes an ingest slot only once
-// the whole body is in, dropping the request (client_gone) if its client
+// readDecodedAs is readDecoded for a parsed Content-Encoding. It takes an
+// ingest slot only once the whole body is in, dropping the request (client_gone) if its client
 // has gone; an encoded body's wire buffer and read slot go back once it is
 // decoded, the rest with s.releaseBody(held).
 func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {

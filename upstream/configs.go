@@ -176,11 +176,11 @@ type configsResponse struct {
 // handleProjectConfigs serves project and global config requests
 // (docs/protocol.md, Project configs and The global config).
 func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	body, release, e := s.signedQuery(req, c)
+	body, held, e := s.signedQuery(req, c)
 	if e != nil {
 		return e
 	}
-	defer release()
+	defer s.releaseBody(held)
 	version := req.URL.Query().Get("version")
 	switch version {
 	case "2", "3", "4":

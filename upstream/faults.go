@@ -336,11 +336,11 @@ func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *coun
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPost, http.MethodPut:
-		body, release, e := s.readDecoded(req, c)
+		body, held, e := s.readDecoded(req, c)
 		if e != nil {
 			return e
 		}
-		defer release()
+		defer s.releaseBody(held)
 		if len(body) > MaxControlBytes {
 			return newError(http.StatusRequestEntityTooLarge, "too_large_control", "faults JSON too large",
 				fmt.Sprintf("%d bytes > limit %d", len(body), MaxControlBytes))

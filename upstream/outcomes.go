@@ -67,11 +67,11 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request, c *coun
 // outcomeQuery reads a signed outcome carrier from source src with read and
 // counts it once it was read in full.
 func (s *Server) outcomeQuery(w http.ResponseWriter, req *http.Request, c *counters, src int, read func([]byte, outcomeSink) *httpError) *httpError {
-	body, release, e := s.signedQuery(req, c)
+	body, held, e := s.signedQuery(req, c)
 	if e != nil {
 		return e
 	}
-	defer release()
+	defer s.releaseBody(held)
 	var b outcomeBatch
 	if e := read(body, &b); e != nil {
 		return e
