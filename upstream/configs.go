@@ -200,7 +200,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 		c.cfgGlobal.Add(1)
 		resp.Global = s.globalJSON
 		resp.GlobalStatus = "ready"
-		if st := s.faults.Load(); st != nil && st.f.GlobalPending {
+		if s.faults.Load().f.GlobalPending {
 			resp.GlobalStatus = "pending"
 			c.globalPendingServed.Add(1)
 		}

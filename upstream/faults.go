@@ -185,27 +185,17 @@ func (s *Server) SetFaults(f Faults) error {
 	if f.Outage != nil {
 		f.Outage.Until = s.now().Add(time.Duration(f.Outage.Duration))
 	}
-	st := &faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop}
-	s.faultMu.Lock()
-	s.faults.Store(st)
-	s.faultMu.Unlock()
+	s.faults.Store(&faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop})
 	return nil
 }
 
 // Faults returns the faults in effect (an outage that has ended is omitted).
 func (s *Server) Faults() Faults {
-	f := s.currentFaults()
+	f := s.faults.Load().f.clone()
 	if f.Outage != nil && !s.now().Before(f.Outage.Until) {
 		f.Outage = nil
 	}
 	return f
-}
-
-func (s *Server) currentFaults() Faults {
-	if st := s.faults.Load(); st != nil {
-		return st.f.clone()
-	}
-	return Faults{}
 }
 
 // clone deep-copies f, so callers never share maps or slices with the
@@ -220,22 +210,24 @@ func (f Faults) clone() Faults {
 	return f
 }
 
-func (s *Server) random() float64 {
-	s.faultMu.Lock()
-	defer s.faultMu.Unlock()
+// random draws from the seeded fault randomness, uniform in [0, 1) or, with
+// exp, exponential with mean 1.
+func (s *Server) random(exp bool) float64 {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	if exp {
+		return s.rng.ExpFloat64()
+	}
 	return s.rng.Float64()
 }
 
 func (s *Server) latency(l Latency) time.Duration {
 	d := time.Duration(l.Fixed + l.Min)
 	if l.Max > l.Min {
-		d += time.Duration(s.random() * float64(l.Max-l.Min))
+		d += time.Duration(s.random(false) * float64(l.Max-l.Min))
 	}
 	if l.Mean > 0 {
-		s.faultMu.Lock()
-		e := s.rng.ExpFloat64()
-		s.faultMu.Unlock()
-		d += min(time.Duration(e*float64(l.Mean)), maxLatency)
+		d += min(time.Duration(s.random(true)*float64(l.Mean)), maxLatency)
 	}
 	return min(d, maxLatency)
 }
@@ -244,7 +236,7 @@ func (s *Server) latency(l Latency) time.Duration {
 // answered the request (or dropped the connection).
 func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c *counters) bool {
 	st := s.faults.Load()
-	if st == nil || !st.active {
+	if !st.active {
 		return false
 	}
 	f := &st.f
@@ -269,16 +261,18 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		return true
 	}
 	name := routeNames[r]
-	if l, ok := f.Latency[name]; ok {
-		s.sleep(req, s.latency(l))
-	} else if l, ok := f.Latency["*"]; ok {
+	l, ok := f.Latency[name]
+	if !ok {
+		l, ok = f.Latency["*"]
+	}
+	if ok {
 		s.sleep(req, s.latency(l))
 	}
 	for _, in := range f.Inject {
 		if in.Route != "*" && in.Route != name {
 			continue
 		}
-		if in.Probability <= 0 || s.random() >= in.Probability {
+		if in.Probability <= 0 || s.random(false) >= in.Probability {
 			continue
 		}
 		if in.Reset {
@@ -389,17 +383,15 @@ func checkRateLimits(v string) error {
 // route, its injections come first (the first matching injection wins), its
 // outage replaces f's, and the flags are or-ed.
 func (f Faults) With(g Faults) Faults {
-	out := f.clone()
-	for route, l := range g.Latency {
-		if out.Latency == nil {
-			out.Latency = map[string]Latency{}
-		}
-		out.Latency[route] = l
+	out, g := f.clone(), g.clone()
+	if out.Latency == nil {
+		out.Latency = g.Latency
+	} else {
+		maps.Copy(out.Latency, g.Latency)
 	}
-	out.Inject = append(append([]Injection(nil), g.Inject...), out.Inject...)
+	out.Inject = append(g.Inject, out.Inject...)
 	if g.Outage != nil {
-		o := *g.Outage
-		out.Outage = &o
+		out.Outage = g.Outage
 	}
 	out.GlobalPending = out.GlobalPending || g.GlobalPending
 	out.RelayStop = out.RelayStop || g.RelayStop

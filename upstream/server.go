@@ -165,9 +165,9 @@ type Server struct {
 	routes *router
 	hook   func(*http.Request) // test hook, called first for every request
 
-	faultMu sync.Mutex // guards faults writes and rng
-	faults  atomic.Pointer[faultState]
-	rng     *mrand.Rand
+	faults atomic.Pointer[faultState]
+	rngMu  sync.Mutex
+	rng    *mrand.Rand
 }
 
 // Start starts a fake upstream serving cfg on cfg.Addr. Close or Shutdown
