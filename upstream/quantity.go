@@ -3,31 +3,21 @@ package upstream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 )
 
 // errQuantity marks a quantity that is not a count: negative, fractional,
 // beyond 2⁶³−1, or not a JSON number at all.
-var errQuantity = errors.New("invalid quantity")
-
-// quantityError is an outcome quantity that parseQuantity refused, with the
-// text it was given (clipped) for the answer's causes.
-type quantityError struct {
-	text string
-	why  string
-}
-
-func (e *quantityError) Error() string { return "quantity " + e.text + ": " + e.why }
-
-func (e *quantityError) Unwrap() error { return errQuantity }
+var errQuantity = errors.New("quantity")
 
 // parseQuantity reads one outcome quantity: a JSON number whose value is a
 // whole number in [0, 2⁶³−1] (Relay writes counter values as floats, 3.0);
 // anything else is bad input, never truncated or wrapped into a count.
 func parseQuantity(b []byte) (int64, error) {
 	bad := func(why string) (int64, error) {
-		return 0, &quantityError{text: clipReason(string(b)), why: why}
+		return 0, fmt.Errorf("%w %s: %s", errQuantity, clipReason(string(b)), why)
 	}
 	b = bytes.Trim(b, " \t\r\n") // JSON whitespace
 	if len(b) == 0 {
@@ -36,23 +26,13 @@ func parseQuantity(b []byte) (int64, error) {
 	if b[0] != '-' && (b[0] < '0' || b[0] > '9') {
 		return bad("not a number")
 	}
-	integer := true
-	for _, c := range b[1:] {
-		if c < '0' || c > '9' {
-			integer = false
-			break
-		}
-	}
-	if integer {
-		n, err := strconv.ParseInt(string(b), 10, 64)
-		switch {
-		case errors.Is(err, strconv.ErrRange):
-			return bad("out of range (more than 2^63-1 or less than 0)")
-		case err != nil:
-			return bad("not a number")
-		case n < 0:
-			return bad("negative")
-		}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return bad("out of range (more than 2^63-1 or less than 0)")
+	case err == nil && n < 0:
+		return bad("negative")
+	case err == nil:
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(string(b), 64)
