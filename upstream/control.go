@@ -6,16 +6,11 @@ import (
 	"strings"
 )
 
-// loopbackNets are the clients /control and /stats/reset answer by default.
-func loopbackNets() []netip.Prefix {
-	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
-}
-
 // controlRefused refuses a request for /control or /stats/reset from a
 // client outside ControlFrom (403, control_forbidden): those routes change
 // what every client gets and are not authenticated.
 func (s *Server) controlRefused(req *http.Request) *httpError {
-	nets := s.controlFrom
+	nets := s.cfg.ControlFrom
 	ap, err := netip.ParseAddrPort(req.RemoteAddr)
 	if err == nil {
 		// Prefixes hold no zone and match no IPv4-mapped IPv6 address.

@@ -36,6 +36,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -45,6 +46,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,7 +113,7 @@ type Config struct {
 	MaxWireBytes, MaxDecodedBytes int64
 
 	// ControlFrom are the client networks /control and /stats/reset answer
-	// (others get 403); nil: loopback only.
+	// (others get 403); empty: loopback only.
 	ControlFrom []netip.Prefix
 
 	// Faults in effect from the start (see SetFaults).
@@ -145,7 +147,6 @@ type Server struct {
 	byID            map[int64]int
 	relays          sync.Map     // relay id → *relay
 	nSelfRegistered atomic.Int64 // relays added by the registration handshake
-	secret          []byte
 	dec             *compression.Decoder
 	bufs            sync.Pool // *[]byte
 	writers         sync.Pool // *statusWriter
@@ -155,7 +156,6 @@ type Server struct {
 	// stays under readSlots × wire cap + slots × decoded cap.
 	slots, readSlots chan struct{}
 	limits           httpLimits
-	controlFrom      []netip.Prefix
 
 	pendingMu    sync.Mutex
 	pendingSince map[int]time.Time // project index → first request
@@ -209,18 +209,6 @@ func newServer(cfg Config) (*Server, error) {
 	if len(cfg.Projects) == 0 {
 		return nil, configerr.New("Projects", "no projects")
 	}
-	if cfg.MaxSignatureAge == 0 {
-		cfg.MaxSignatureAge = DefaultMaxSignatureAge
-	}
-	if cfg.RegistrationMaxAge == 0 {
-		cfg.RegistrationMaxAge = DefaultRegistrationMaxAge
-	}
-	if cfg.MaxWireBytes <= 0 {
-		cfg.MaxWireBytes = DefaultMaxWireBytes
-	}
-	if cfg.MaxDecodedBytes <= 0 {
-		cfg.MaxDecodedBytes = DefaultMaxDecodedBytes
-	}
 	if cfg.PendingFor < 0 || cfg.PendingFor >= MaxPendingFor {
 		return nil, configerr.Errorf("PendingFor", "%s: want ≥ 0 and under %s (Relay gives up on pending keys after 30 s)", cfg.PendingFor, MaxPendingFor)
 	}
@@ -229,12 +217,34 @@ func newServer(cfg Config) (*Server, error) {
 			return nil, configerr.Wrap(fmt.Sprintf("Quotas[%d]", i), err)
 		}
 	}
+	for _, p := range cfg.ControlFrom {
+		if !p.IsValid() {
+			return nil, configerr.Errorf("ControlFrom", "invalid network %v", p)
+		}
+	}
+	cfg.MaxSignatureAge = cmp.Or(cfg.MaxSignatureAge, DefaultMaxSignatureAge)
+	cfg.RegistrationMaxAge = cmp.Or(cfg.RegistrationMaxAge, DefaultRegistrationMaxAge)
+	if cfg.MaxWireBytes <= 0 {
+		cfg.MaxWireBytes = DefaultMaxWireBytes
+	}
+	if cfg.MaxDecodedBytes <= 0 {
+		cfg.MaxDecodedBytes = DefaultMaxDecodedBytes
+	}
+	cfg.ControlFrom = slices.Clone(cfg.ControlFrom)
+	if len(cfg.ControlFrom) == 0 {
+		cfg.ControlFrom = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	if len(cfg.TokenSecret) == 0 {
+		cfg.TokenSecret = make([]byte, 32)
+		_, _ = rand.Read(cfg.TokenSecret) // never fails (crypto/rand)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	s := &Server{
 		cfg:          cfg,
 		now:          cfg.Now,
+		started:      cfg.Now(),
 		byKey:        projects.NewIndex(cfg.Projects),
 		byID:         make(map[int64]int, len(cfg.Projects)),
 		dec:          compression.NewDecoder(cfg.MaxDecodedBytes),
@@ -243,17 +253,7 @@ func newServer(cfg Config) (*Server, error) {
 		slots:        make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
 		readSlots:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
 		limits:       defaultHTTPLimits(),
-		controlFrom:  append([]netip.Prefix(nil), cfg.ControlFrom...),
 		routes:       newRouter(),
-	}
-	s.started = s.now()
-	if s.controlFrom == nil {
-		s.controlFrom = loopbackNets()
-	}
-	for _, p := range s.controlFrom {
-		if !p.IsValid() {
-			return nil, configerr.Errorf("ControlFrom", "invalid network %v", p)
-		}
 	}
 	for i, p := range cfg.Projects {
 		if _, dup := s.byID[p.ID]; dup {
@@ -263,11 +263,6 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	if len(s.byKey) != len(cfg.Projects) {
 		return nil, configerr.New("Projects", "duplicate project public key")
-	}
-	s.secret = cfg.TokenSecret
-	if len(s.secret) == 0 {
-		s.secret = make([]byte, 32)
-		_, _ = rand.Read(s.secret) // never fails (crypto/rand)
 	}
 	for id, pub := range cfg.Relays {
 		s.relays.Store(id, &relay{id: id, pub: pub, known: true})
