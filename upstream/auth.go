@@ -11,23 +11,17 @@ import (
 // maxPublicKeyLen is Sentry's limit on public_key in a challenge.
 const maxPublicKeyLen = 64
 
-type challengeRequest struct {
+// registrationRequest is the body of either registration step.
+type registrationRequest struct {
 	RelayID   string `json:"relay_id"`
-	PublicKey string `json:"public_key"`
+	PublicKey string `json:"public_key"` // challenge
+	Token     string `json:"token"`      // response
 	Version   string `json:"version"`
 }
 
-type responseRequest struct {
-	RelayID string `json:"relay_id"`
-	Token   string `json:"token"`
-	Version string `json:"version"`
-}
-
-// registrationBody reads a registration request into v, checks the relay id
-// header against the body's relay_id, and turns every relay away under
-// Config.DenyRelays. The caller gives back what it holds with
-// s.releaseBody(held).
-func (s *Server) registrationBody(req *http.Request, c *counters, v any, bodyRelayID func() string) (body []byte, held heldBody, e *httpError) {
+// postBody reads the decoded body of a POST and checks it with check; the
+// caller gives back what it holds with s.releaseBody(held).
+func (s *Server) postBody(req *http.Request, c *counters, check func(body []byte) *httpError) (body []byte, held heldBody, e *httpError) {
 	if req.Method != http.MethodPost {
 		return nil, heldBody{}, methodNotAllowed(req)
 	}
@@ -35,21 +29,36 @@ func (s *Server) registrationBody(req *http.Request, c *counters, v any, bodyRel
 	if e != nil {
 		return nil, heldBody{}, e
 	}
-	hdr := req.Header.Get("X-Sentry-Relay-Id")
-	switch e = decodeJSON(body, v, "registration request"); {
-	case e != nil:
-	case hdr == "":
-		e = newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
-	case hdr != bodyRelayID():
-		e = newError(http.StatusBadRequest, "relay_id_mismatch", "X-Sentry-Relay-Id does not match relay_id in the body")
-	case s.cfg.DenyRelays:
-		e = relayStop("relay registration denied (--deny-relays)")
-	}
-	if e != nil {
+	if e := check(body); e != nil {
 		s.releaseBody(held)
 		return nil, heldBody{}, e
 	}
 	return body, held, nil
+}
+
+// registrationBody reads a registration request into rr, checks the relay
+// id header against the body's relay_id, and turns every relay away under
+// Config.DenyRelays.
+func (s *Server) registrationBody(req *http.Request, c *counters, rr *registrationRequest) (body []byte, held heldBody, e *httpError) {
+	return s.postBody(req, c, func(body []byte) *httpError {
+		hdr := req.Header.Get("X-Sentry-Relay-Id")
+		switch e := decodeJSON(body, rr, "registration request"); {
+		case e != nil:
+			return e
+		case hdr == "":
+			return newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
+		case hdr != rr.RelayID:
+			return newError(http.StatusBadRequest, "relay_id_mismatch", "X-Sentry-Relay-Id does not match relay_id in the body")
+		case s.cfg.DenyRelays:
+			return relayStop("relay registration denied (--deny-relays)")
+		}
+		return nil
+	})
+}
+
+// signedQuery reads a signed JSON query body and authenticates the relay.
+func (s *Server) signedQuery(req *http.Request, c *counters) (body []byte, held heldBody, e *httpError) {
+	return s.postBody(req, c, func(body []byte) *httpError { return s.authRelay(req, c, body) })
 }
 
 func relayStop(detail string) *httpError {
@@ -105,8 +114,8 @@ func (c *counters) registration(e *httpError) *httpError {
 }
 
 func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	var cr challengeRequest
-	body, held, e := s.registrationBody(req, c, &cr, func() string { return cr.RelayID })
+	var cr registrationRequest
+	body, held, e := s.registrationBody(req, c, &cr)
 	if e != nil {
 		return e
 	}
@@ -136,8 +145,8 @@ func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters
 }
 
 func (s *Server) response(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	var rr responseRequest
-	body, held, e := s.registrationBody(req, c, &rr, func() string { return rr.RelayID })
+	var rr registrationRequest
+	body, held, e := s.registrationBody(req, c, &rr)
 	if e != nil {
 		return e
 	}
@@ -195,23 +204,6 @@ func (s *Server) storeRegistered(id string, pub relayauth.PublicKey, known *rela
 		}
 		known = s.lookupRelay(id)
 	}
-}
-
-// signedQuery reads a signed JSON query body and authenticates the relay;
-// the caller gives back what it holds with s.releaseBody(held).
-func (s *Server) signedQuery(req *http.Request, c *counters) (body []byte, held heldBody, e *httpError) {
-	if req.Method != http.MethodPost {
-		return nil, heldBody{}, methodNotAllowed(req)
-	}
-	body, held, e = s.readDecoded(req, c)
-	if e != nil {
-		return nil, heldBody{}, e
-	}
-	if e := s.authRelay(req, c, body); e != nil {
-		s.releaseBody(held)
-		return nil, heldBody{}, e
-	}
-	return body, held, nil
 }
 
 type publicKeyInfo struct {

@@ -33,9 +33,13 @@ func (s *Server) lookupRelay(id string) *relay {
 // (empty for an envelope: Relay signs its forwards over no data) on a
 // request after registration.
 func (s *Server) authRelay(req *http.Request, c *counters, data []byte) *httpError {
-	rl, e := s.registeredRelay(req.Header.Get("X-Sentry-Relay-Id"))
-	if e != nil {
-		return e
+	id := req.Header.Get("X-Sentry-Relay-Id")
+	if id == "" {
+		return newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
+	}
+	rl := s.lookupRelay(id)
+	if rl == nil || !rl.registered {
+		return newError(http.StatusForbidden, "unknown_relay", "relay not registered", "relay id "+id)
 	}
 	return s.verifySignature(req, c, rl.pub, data, s.cfg.MaxSignatureAge)
 }
@@ -56,19 +60,6 @@ func (s *Server) verifySignature(req *http.Request, c *counters, pub relayauth.P
 	}
 	c.sigVerified.Add(1)
 	return nil
-}
-
-// registeredRelay is the registered relay of id, or the error that
-// answers a request from any other.
-func (s *Server) registeredRelay(id string) (*relay, *httpError) {
-	if id == "" {
-		return nil, newError(http.StatusUnauthorized, "missing_relay_id", "missing X-Sentry-Relay-Id header")
-	}
-	rl := s.lookupRelay(id)
-	if rl == nil || !rl.registered {
-		return nil, newError(http.StatusForbidden, "unknown_relay", "relay not registered", "relay id "+id)
-	}
-	return rl, nil
 }
 
 // signatureError maps a relayauth error to an answer and a counted reason.
