@@ -20,30 +20,12 @@ import (
 // counters only once the request is read in full: an invalid carrier is
 // refused whole with 400 and leaves no partial counts.
 
-// outcomeRecord is one outcome as a carrier states it.
-type outcomeRecord struct {
-	outcome, category, reason string
-	quantity                  int64
-}
-
-// outcomeSink receives what a carrier holds.
-type outcomeSink interface {
-	record(outcomeRecord)
-	otherBucket() // a metric bucket that is not an outcome
-}
-
 // outcomeBatch is what one request's carriers hold, summed.
 type outcomeBatch struct {
 	table        outcomeTable
 	messages     [len(outcomeSourceNames)]int64 // carriers by source
-	otherBuckets int64
+	otherBuckets int64                          // metric buckets that are not outcomes
 }
-
-func (b *outcomeBatch) record(r outcomeRecord) {
-	b.table.add(r.outcome, r.category, r.reason, r.quantity)
-}
-
-func (b *outcomeBatch) otherBucket() { b.otherBuckets++ }
 
 // count adds the batch to c.
 func (b *outcomeBatch) count(c *counters) {
@@ -120,19 +102,11 @@ func (w jsonWalker) skip() error {
 	return w.dec.Decode(&v)
 }
 
-// end checks that nothing but whitespace follows the document.
-func (w jsonWalker) end() error {
-	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("invalid character after top-level value")
-	}
-	return nil
-}
-
 // finish ends reading a carrier whose walk returned err: the document must
 // end there; a bad quantity, or else reason with detail, answers a failure.
 func (w jsonWalker) finish(err error, reason, detail, where string) *httpError {
-	if err == nil {
-		err = w.end()
+	if _, end := w.dec.Token(); err == nil && !errors.Is(end, io.EOF) {
+		err = errors.New("invalid character after top-level value")
 	}
 	switch {
 	case err == nil:
@@ -153,10 +127,10 @@ type bucket struct {
 
 const outcomePrefix, outcomeSuffix = "c:outcomes/", "@none"
 
-// bucketList reads a JSON list of buckets: outcome buckets
-// (c:outcomes/<name>@none, whose value must be a quantity) go to sink as
-// records, the others are only counted.
-func (w jsonWalker) bucketList(sink outcomeSink) error {
+// bucketList reads a JSON list of buckets into b: outcome buckets
+// (c:outcomes/<name>@none, whose value must be a quantity) as outcomes, the
+// others only counted.
+func (w jsonWalker) bucketList(b *outcomeBatch) error {
 	var bk bucket
 	return w.array(func(i int) error {
 		bk = bucket{Value: bk.Value[:0]}
@@ -168,7 +142,7 @@ func (w jsonWalker) bucketList(sink outcomeSink) error {
 			name, ok = strings.CutSuffix(name, outcomeSuffix)
 		}
 		if !ok {
-			sink.otherBucket()
+			b.otherBuckets++
 			return nil
 		}
 		q, err := parseQuantity(bk.Value)
@@ -181,16 +155,16 @@ func (w jsonWalker) bucketList(sink outcomeSink) error {
 		} else {
 			cat = "unknown:" + clipReason(cat)
 		}
-		sink.record(outcomeRecord{clipReason(name), cat, clipReason(bk.Tags["reason"]), q})
+		b.table.add(clipReason(name), cat, clipReason(bk.Tags["reason"]), q)
 		return nil
 	})
 }
 
 // readMetricBucketsItem reads a metric_buckets item payload (a JSON bucket
 // list).
-func readMetricBucketsItem(payload []byte, sink outcomeSink, where string) *httpError {
+func readMetricBucketsItem(payload []byte, b *outcomeBatch, where string) *httpError {
 	w := newJSONWalker(payload)
-	err := w.bucketList(sink)
+	err := w.bucketList(b)
 	return w.finish(err, "bad_metric_buckets", "invalid metric_buckets item", where)
 }
 
@@ -216,7 +190,7 @@ func clientReportOutcome(key string) string {
 
 // readClientReportItem reads a client_report item (docs/protocol.md,
 // Outcomes).
-func readClientReportItem(payload []byte, sink outcomeSink, where string) *httpError {
+func readClientReportItem(payload []byte, b *outcomeBatch, where string) *httpError {
 	w := newJSONWalker(payload)
 	err := w.object(func(key string) error {
 		outcome := clientReportOutcome(key)
@@ -229,7 +203,7 @@ func readClientReportItem(payload []byte, sink outcomeSink, where string) *httpE
 			if err := w.dec.Decode(&e); err != nil {
 				return fmt.Errorf("%s %d: %w", key, i, err)
 			}
-			sink.record(outcomeRecord{outcome, clipReason(e.Category), clipReason(e.Reason), int64(e.Quantity)})
+			b.table.add(outcome, clipReason(e.Category), clipReason(e.Reason), int64(e.Quantity))
 			return nil
 		})
 	})
@@ -276,7 +250,7 @@ type legacyOutcome struct {
 }
 
 // readLegacyBatch reads a legacy outcome batch {"outcomes": [...]}.
-func readLegacyBatch(body []byte, sink outcomeSink) *httpError {
+func readLegacyBatch(body []byte, b *outcomeBatch) *httpError {
 	w := newJSONWalker(body)
 	err := w.object(func(key string) error {
 		if key != "outcomes" {
@@ -300,7 +274,7 @@ func readLegacyBatch(body []byte, sink outcomeSink) *httpError {
 			if o.Reason != nil {
 				reason = clipReason(*o.Reason)
 			}
-			sink.record(outcomeRecord{outcomeName(o.Outcome), cat, reason, qty})
+			b.table.add(outcomeName(o.Outcome), cat, reason, qty)
 			return nil
 		})
 	})
@@ -308,14 +282,14 @@ func readLegacyBatch(body []byte, sink outcomeSink) *httpError {
 }
 
 // readMetricsBatch reads a metrics endpoint batch {"buckets": {key: [...]}}.
-func readMetricsBatch(body []byte, sink outcomeSink) *httpError {
+func readMetricsBatch(body []byte, b *outcomeBatch) *httpError {
 	w := newJSONWalker(body)
 	err := w.object(func(key string) error {
 		if key != "buckets" {
 			return w.skip()
 		}
 		return w.object(func(projectKey string) error {
-			if err := w.bucketList(sink); err != nil {
+			if err := w.bucketList(b); err != nil {
 				return fmt.Errorf("project key %s: %w", clipReason(projectKey), err)
 			}
 			return nil

@@ -66,7 +66,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request, c *coun
 
 // outcomeQuery reads a signed outcome carrier from source src with read and
 // counts it once it was read in full.
-func (s *Server) outcomeQuery(w http.ResponseWriter, req *http.Request, c *counters, src int, read func([]byte, outcomeSink) *httpError) *httpError {
+func (s *Server) outcomeQuery(w http.ResponseWriter, req *http.Request, c *counters, src int, read func([]byte, *outcomeBatch) *httpError) *httpError {
 	body, held, e := s.signedQuery(req, c)
 	if e != nil {
 		return e
