@@ -12,6 +12,7 @@ import (
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/canary"
 	"github.com/relayload/relayload/internal/capture"
+	"github.com/relayload/relayload/projects"
 )
 
 // handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/:
@@ -220,32 +221,14 @@ func (s *Server) scanCanaries(c *counters, payload []byte) {
 // sentryKeyOf finds sentry_key in X-Sentry-Auth, Authorization or the query.
 func sentryKeyOf(auth, authz, rawQuery string) string {
 	if auth != "" {
-		return authKey(auth)
+		return projects.ParseAuthKey(auth)
 	}
 	if authz != "" {
-		return authKey(authz)
+		return projects.ParseAuthKey(authz)
 	}
 	if rawQuery != "" {
 		q, _ := url.ParseQuery(rawQuery)
 		return q.Get("sentry_key")
-	}
-	return ""
-}
-
-// authKey extracts sentry_key from "Sentry k=v, k=v" without allocating.
-func authKey(h string) string {
-	const prefix = "sentry "
-	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return ""
-	}
-	rest := h[len(prefix):]
-	for rest != "" {
-		var part string
-		part, rest, _ = strings.Cut(rest, ",")
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if ok && strings.TrimSpace(k) == "sentry_key" {
-			return strings.TrimSpace(v)
-		}
 	}
 	return ""
 }
