@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,22 +64,28 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 
 func (c *trackedConn) Write(b []byte) (int, error) {
 	if c.phase.Load() == phasePending && c.rejected.CompareAndSwap(false, true) {
-		g := c.s.acquire()
-		if c.readEOF.Load() {
-			// net/http answers a header cut short by a close, to nobody.
-			g.http.closedMidHeader.Add(1)
-		} else {
-			g.http.rejected[rejectedStatus(b)].Add(1)
-		}
-		g.inflight.Add(-1)
+		c.s.countOnce(func(g *counters) {
+			if c.readEOF.Load() {
+				// net/http answers a header cut short by a close, to nobody.
+				g.http.closedMidHeader.Add(1)
+			} else {
+				g.http.rejected[rejectedStatus(b)].Add(1)
+			}
+		})
 	}
 	n, err := c.Conn.Write(b)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && c.writeTimeout.CompareAndSwap(false, true) {
-		g := c.s.acquire()
-		g.http.writeTimeouts.Add(1)
-		g.inflight.Add(-1)
+	if errors.Is(err, os.ErrDeadlineExceeded) && c.writeTimeout.CompareAndSwap(false, true) {
+		c.s.countOnce(func(g *counters) { g.http.writeTimeouts.Add(1) })
 	}
 	return n, err
+}
+
+// countOnce counts outside a request into the current generation, holding
+// it as a request does, so that a reset waits for the count.
+func (s *Server) countOnce(count func(*counters)) {
+	g := s.acquire()
+	count(g)
+	g.inflight.Add(-1)
 }
 
 // SetLinger lets the reset fault reset the connection through the wrapper.
@@ -103,14 +110,8 @@ func rejectedStatus(b []byte) int {
 	if len(b) < 12 || string(b[:7]) != "HTTP/1." || b[8] != ' ' {
 		return 0
 	}
-	code := 0
-	for _, d := range b[9:12] {
-		if d < '0' || d > '9' {
-			return 0
-		}
-		code = code*10 + int(d-'0')
-	}
-	if code < 100 || code >= 600 {
+	code, err := strconv.Atoi(string(b[9:12]))
+	if err != nil || code < 100 || code >= 600 {
 		return 0
 	}
 	return code
@@ -152,9 +153,7 @@ func (s *Server) connState(conn net.Conn, state http.ConnState) {
 	}
 	switch state {
 	case http.StateNew:
-		g := s.acquire()
-		g.http.connections.Add(1)
-		g.inflight.Add(-1)
+		s.countOnce(func(g *counters) { g.http.connections.Add(1) })
 	case http.StateActive:
 		c.phase.Store(phasePending)
 		c.rejected.Store(false)
@@ -173,16 +172,16 @@ func (s *Server) countClosed(c *trackedConn) {
 	if phase != phaseNew && (phase != phasePending || c.rejected.Load()) {
 		return // closed normally, or counted when the answer was written
 	}
-	g := s.acquire()
-	defer g.inflight.Add(-1)
-	switch {
-	case c.readTimedOut.Load():
-		g.http.headerTimeouts.Add(1)
-	case phase == phaseNew:
-		g.http.closedBeforeRequest.Add(1)
-	default:
-		g.http.closedMidHeader.Add(1)
-	}
+	s.countOnce(func(g *counters) {
+		switch {
+		case c.readTimedOut.Load():
+			g.http.headerTimeouts.Add(1)
+		case phase == phaseNew:
+			g.http.closedBeforeRequest.Add(1)
+		default:
+			g.http.closedMidHeader.Add(1)
+		}
+	})
 }
 
 // markServing records that a handler took the request on req's connection.
@@ -225,9 +224,7 @@ type serverLog struct{ s *Server }
 
 func (l serverLog) Write(p []byte) (int, error) {
 	line := string(p)
-	g := l.s.acquire()
-	g.http.errorLog.add(classifyServerLog(line), 1)
-	g.inflight.Add(-1)
+	l.s.countOnce(func(g *counters) { g.http.errorLog.add(classifyServerLog(line), 1) })
 	log.Print(strings.TrimSuffix(line, "\n"))
 	return len(p), nil
 }
