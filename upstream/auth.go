@@ -93,18 +93,6 @@ func keyMismatch(id string) *httpError {
 		"relay id "+id+" is registered with another public key")
 }
 
-// handleChallenge is registration step 1 (docs/protocol.md, Registration).
-func (s *Server) handleChallenge(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	c.challenges.Add(1)
-	return c.registration(s.challenge(w, req, c))
-}
-
-// handleResponse is registration step 2 (docs/protocol.md, Registration).
-func (s *Server) handleResponse(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	c.responses.Add(1)
-	return c.registration(s.response(w, req, c))
-}
-
 // registration counts a failed registration step, which is also an error.
 func (c *counters) registration(e *httpError) *httpError {
 	if e != nil {
@@ -113,6 +101,7 @@ func (c *counters) registration(e *httpError) *httpError {
 	return e
 }
 
+// challenge is registration step 1 (docs/protocol.md, Registration).
 func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	var cr registrationRequest
 	body, held, e := s.registrationBody(req, c, &cr)
@@ -144,6 +133,7 @@ func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters
 	return nil
 }
 
+// response is registration step 2 (docs/protocol.md, Registration).
 func (s *Server) response(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	var rr registrationRequest
 	body, held, e := s.registrationBody(req, c, &rr)

@@ -86,20 +86,16 @@ type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 // startWriteDeadline gives the answer about to be written its deadline:
 // HTTPWriteTimeout plus its Content-Length (if set) at HTTPMinWriteRate.
 func (w *statusWriter) startWriteDeadline() {
-	d, ok := w.ResponseWriter.(writeDeadliner)
-	if !ok || w.lim == nil {
-		return
-	}
+	w.writeStart = time.Now()
 	var n int64
 	if v := w.ResponseWriter.Header()["Content-Length"]; len(v) == 1 {
 		n, _ = strconv.ParseInt(v[0], 10, 64)
 	}
-	w.writeStart = time.Now()
-	_ = d.SetWriteDeadline(w.writeStart.Add(w.lim.writeTimeout + atRate(n, w.lim.minWriteRate)))
+	w.extendWriteDeadline(n)
 }
 
-// extendWriteDeadline moves the deadline of an answer of unknown length
-// (streamed) to what total bytes may take, counted from its first byte.
+// extendWriteDeadline moves the answer's deadline to what total bytes may
+// take, counted from its first byte.
 func (w *statusWriter) extendWriteDeadline(total int64) {
 	if d, ok := w.ResponseWriter.(writeDeadliner); ok && w.lim != nil {
 		_ = d.SetWriteDeadline(w.writeStart.Add(w.lim.writeTimeout + atRate(total, w.lim.minWriteRate)))

@@ -30,8 +30,7 @@ func (w *statusWriter) WriteHeader(code int) {
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
-		w.startWriteDeadline()
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -99,9 +98,11 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	case routeEnvelope:
 		e = s.handleEnvelope(w, req, c, projectID)
 	case routeChallenge:
-		e = s.handleChallenge(w, req, c)
+		c.challenges.Add(1)
+		e = c.registration(s.challenge(w, req, c))
 	case routeResponse:
-		e = s.handleResponse(w, req, c)
+		c.responses.Add(1)
+		e = c.registration(s.response(w, req, c))
 	case routeProjectConfigs:
 		e = s.handleProjectConfigs(w, req, c)
 	case routePublicKeys:
@@ -181,7 +182,7 @@ const projectsChunk = 32 << 10
 // handleProjects serves GET /projects: every project with its DSN for the
 // origin, streamed as one JSON array under a write deadline that grows with
 // what was written (HTTPWriteTimeout + size at HTTPMinWriteRate).
-func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request) *httpError {
+func (s *Server) handleProjects(w *statusWriter, req *http.Request) *httpError {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return methodNotAllowed(req)
 	}
@@ -195,39 +196,30 @@ func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request) *httpE
 	}
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
-	sw, _ := w.(*statusWriter)
 	rc := http.NewResponseController(w)
-	buf := append(make([]byte, 0, projectsChunk+1024), '[')
+	buf := make([]byte, 0, projectsChunk+1024)
 	var written int64
-	flush := func() bool {
-		if sw != nil {
-			sw.extendWriteDeadline(written + int64(len(buf)))
-		}
-		n, err := w.Write(buf)
-		written += int64(n)
-		buf = buf[:0]
-		if err == nil {
-			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
-				err = ferr
-			}
-		}
-		return err == nil
-	}
+	sep := byte('[')
 	for i, p := range s.cfg.Projects {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
+		buf = append(buf, sep)
+		sep = ','
 		dsn, _ := p.DSN(origin)
-		b, err := json.Marshal(ProjectDSN{Project: p, DSN: dsn})
-		if err != nil {
-			return nil // cannot happen: the fields are strings and integers
-		}
+		b, _ := json.Marshal(ProjectDSN{Project: p, DSN: dsn}) // strings and integers: it cannot fail
 		buf = append(buf, b...)
-		if len(buf) >= projectsChunk && !flush() {
+		if i == len(s.cfg.Projects)-1 {
+			buf = append(buf, ']')
+		} else if len(buf) < projectsChunk {
+			continue
+		}
+		written += int64(len(buf))
+		w.extendWriteDeadline(written)
+		if _, err := w.Write(buf); err != nil {
 			return nil // the client did not read in time or has gone
 		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return nil
+		}
+		buf = buf[:0]
 	}
-	buf = append(buf, ']')
-	flush()
 	return nil
 }
