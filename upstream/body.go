@@ -32,7 +32,7 @@ func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpErr
 	if n >= 0 && n < first {
 		first = n
 	}
-	bp = s.getBuf()
+	bp = s.bufs.Get().(*[]byte)
 	if int64(cap(*bp)) < first {
 		*bp = make([]byte, 0, first)
 	}
@@ -86,18 +86,12 @@ func readUpTo(r io.Reader, b []byte, limit int) ([]byte, error) {
 // bodyChunk is how much of a large body is read under one deadline.
 const bodyChunk = 64 << 10
 
-// rateDeadline is when a large body, whose read slot was taken at t0, must
-// have delivered `got` bytes past its first BodyPreSlotBytes.
-func (s *Server) rateDeadline(t0 time.Time, got int) time.Time {
-	return t0.Add(s.limits.bodyGrace + atRate(int64(got), s.limits.minBodyRate))
-}
-
 // errTooLargeWire: a body of unknown length ran past MaxWireBytes.
 var errTooLargeWire = errors.New("body over the wire cap")
 
 // readRest reads the rest of a body into *bp (which holds its start), at
-// the minimum rate: n bytes in all, or, for n < 0 (chunked), up to its end
-// and no further than one byte past the wire cap.
+// the minimum rate from now: n bytes in all, or, for n < 0 (chunked), up to
+// its end and no further than one byte past the wire cap.
 func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
 	limit := n
 	if n < 0 {
@@ -115,7 +109,7 @@ func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
 			b = append(b, 0)[:len(b)]
 		}
 		end := min(cap(b), limit, len(b)+bodyChunk)
-		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
+		setBodyDeadline(conn, t0.Add(s.limits.bodyGrace+atRate(int64(end-start), s.limits.minBodyRate)))
 		m, err := r.Read(b[len(b):end])
 		b = b[:len(b)+m]
 		*bp = b
@@ -152,50 +146,12 @@ func clientGone(when string) *httpError {
 // maxPooledBuf keeps huge one-off bodies from pinning memory in the pool.
 const maxPooledBuf = 1 << 20
 
-func (s *Server) getBuf() *[]byte {
-	if v := s.bufs.Get(); v != nil {
-		return v.(*[]byte)
-	}
-	b := make([]byte, 0, 16<<10)
-	return &b
-}
-
 func (s *Server) putBuf(bp *[]byte) {
 	if cap(*bp) > maxPooledBuf {
 		return
 	}
 	*bp = (*bp)[:0]
 	s.bufs.Put(bp)
-}
-
-// decodeBody undoes Content-Encoding. For identity the body is returned as
-// is (out is untouched).
-func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, out *[]byte) ([]byte, *httpError) {
-	var decoded []byte
-	if enc == compression.Identity {
-		if int64(len(body)) > s.cfg.MaxDecodedBytes {
-			return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large",
-				fmt.Sprintf("%d bytes > limit %d", len(body), s.cfg.MaxDecodedBytes))
-		}
-		decoded = body
-	} else {
-		var err error
-		decoded, err = s.dec.Decode(enc, body, (*out)[:0])
-		if cap(decoded) >= cap(*out) {
-			*out = decoded[:0]
-		}
-		if err != nil {
-			if errors.Is(err, compression.ErrTooLarge) {
-				return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large", err.Error())
-			}
-			return nil, newError(http.StatusBadRequest, "bad_compression", "body does not decode as "+string(enc), err.Error())
-		}
-	}
-	i := encodingIndex(enc)
-	c.encRequests[i].Add(1)
-	c.encWire[i].Add(int64(len(body)))
-	c.encDecoded[i].Add(int64(len(decoded)))
-	return decoded, nil
 }
 
 // parseEncoding reads Content-Encoding from all its header lines: an
@@ -231,9 +187,9 @@ type heldBody struct {
 }
 
 // readDecodedAs is readDecoded for a parsed Content-Encoding. It takes an
-// ingest slot only once the whole body is in, dropping the request (client_gone) if its client
-// has gone; an encoded body's wire buffer and read slot go back once it is
-// decoded, the rest with s.releaseBody(held).
+// ingest slot only once the whole body is in, dropping the request
+// (client_gone) if its client has gone; an encoded body's wire buffer and
+// read slot go back once it is decoded, the rest with s.releaseBody(held).
 func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
 	bp, large, e := s.readBody(req)
 	if e != nil {
@@ -247,21 +203,37 @@ func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.E
 		return nil, heldBody{}, e
 	}
 	held = heldBody{buf: bp, large: large, wire: len(*bp)}
-	if enc == compression.Identity {
-		body, e = s.decodeBody(c, enc, *bp, nil)
-	} else {
-		held.buf = s.getBuf()
-		body, e = s.decodeBody(c, enc, *bp, held.buf)
+	body = *bp
+	if enc != compression.Identity {
+		held.buf = s.bufs.Get().(*[]byte)
+		var err error
+		body, err = s.dec.Decode(enc, *bp, (*held.buf)[:0])
+		if cap(body) >= cap(*held.buf) {
+			*held.buf = body[:0]
+		}
 		s.putBuf(bp)
 		if large {
 			<-s.readSlots
 			held.large = false
 		}
+		switch {
+		case errors.Is(err, compression.ErrTooLarge):
+			e = newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large", err.Error())
+		case err != nil:
+			e = newError(http.StatusBadRequest, "bad_compression", "body does not decode as "+string(enc), err.Error())
+		}
+	} else if int64(len(body)) > s.cfg.MaxDecodedBytes {
+		e = newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large",
+			fmt.Sprintf("%d bytes > limit %d", len(body), s.cfg.MaxDecodedBytes))
 	}
 	if e != nil {
 		s.releaseBody(held)
 		return nil, heldBody{}, e
 	}
+	i := encodingIndex(enc)
+	c.encRequests[i].Add(1)
+	c.encWire[i].Add(int64(held.wire))
+	c.encDecoded[i].Add(int64(len(body)))
 	return body, held, nil
 }
 
@@ -285,9 +257,7 @@ func (s *Server) takeSlot(ctx context.Context) *httpError {
 
 // releaseBody gives back what readDecodedAs holds.
 func (s *Server) releaseBody(held heldBody) {
-	if held.buf != nil {
-		s.putBuf(held.buf)
-	}
+	s.putBuf(held.buf)
 	if held.large {
 		<-s.readSlots
 	}

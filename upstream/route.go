@@ -64,10 +64,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	r, projectID := s.routes.lookup(req.URL.Path)
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
-	w, _ := s.writers.Get().(*statusWriter)
-	if w == nil {
-		w = new(statusWriter)
-	}
+	w := s.writers.Get().(*statusWriter)
 	w.ResponseWriter, w.status, w.lim = rw, 0, &s.limits
 	markServing(req)
 	defer func() {

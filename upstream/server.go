@@ -51,6 +51,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/configerr"
@@ -264,6 +265,9 @@ func newServer(cfg Config) (*Server, error) {
 	if len(s.byKey) != len(cfg.Projects) {
 		return nil, configerr.New("Projects", "duplicate project public key")
 	}
+	s.bufs.New = func() any { return new(make([]byte, 0, 16<<10)) }
+	s.writers.New = func() any { return new(statusWriter) }
+	s.sums.New = func() any { return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)} }
 	for id, pub := range cfg.Relays {
 		s.relays.Store(id, &relay{id: id, pub: pub, known: true})
 	}

@@ -43,7 +43,7 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 		return e
 	}
 	defer s.releaseBody(held)
-	sum := s.getSummary()
+	sum := s.sums.Get().(*envelope.Summary)
 	defer s.putSummary(sum)
 	if err := envelope.ScanLimit(decoded, sum, MaxEnvelopeItems); err != nil {
 		return envelopeError(err)
@@ -114,13 +114,6 @@ var (
 	idSuffix    = []byte(`"}`)
 	dash        = []byte("-")
 )
-
-func (s *Server) getSummary() *envelope.Summary {
-	if v := s.sums.Get(); v != nil {
-		return v.(*envelope.Summary)
-	}
-	return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)}
-}
 
 // maxPooledSummaryItems is the largest item list a pooled summary keeps, so
 // a rare envelope of many items does not pin a large list in the pool.
