@@ -96,7 +96,7 @@ func keyMismatch(id string) *httpError {
 // registration counts a failed registration step, which is also an error.
 func (c *counters) registration(e *httpError) *httpError {
 	if e != nil {
-		c.regFail.add(e.reason, 1)
+		c.regFail.add(e.reason)
 	}
 	return e
 }

@@ -242,7 +242,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 	f := &st.f
 	if o := f.Outage; o != nil {
 		if now := s.now(); now.Before(o.Until) {
-			c.faultsInjected.add("outage_"+o.Mode, 1)
+			c.faultsInjected.add("outage_" + o.Mode)
 			switch o.Mode {
 			case OutageRefuse:
 				resetConnection(w)
@@ -256,7 +256,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		}
 	}
 	if f.RelayStop && (r == routeChallenge || r == routeResponse || req.Header.Get("X-Sentry-Relay-Id") != "") {
-		c.faultsInjected.add("relay_stop", 1)
+		c.faultsInjected.add("relay_stop")
 		writeJSON(w, http.StatusForbidden, relayStop("relay stopped (injected)").body)
 		return true
 	}
@@ -276,11 +276,11 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 			continue
 		}
 		if in.Reset {
-			c.faultsInjected.add("reset", 1)
+			c.faultsInjected.add("reset")
 			resetConnection(w)
 			return true
 		}
-		c.faultsInjected.add(strconv.Itoa(in.Status), 1)
+		c.faultsInjected.add(strconv.Itoa(in.Status))
 		if in.Status == http.StatusTooManyRequests {
 			ra := in.RetryAfter
 			if ra == 0 {

@@ -224,7 +224,7 @@ type serverLog struct{ s *Server }
 
 func (l serverLog) Write(p []byte) (int, error) {
 	line := string(p)
-	l.s.countOnce(func(g *counters) { g.http.errorLog.add(classifyServerLog(line), 1) })
+	l.s.countOnce(func(g *counters) { g.http.errorLog.add(classifyServerLog(line)) })
 	log.Print(strings.TrimSuffix(line, "\n"))
 	return len(p), nil
 }

@@ -104,10 +104,9 @@ func encodingIndex(e compression.Encoding) int { return max(slices.Index(encodin
 
 // maxOutcomeRows bounds the (outcome, category, reason) rows kept as sent,
 // since clients choose all three; later new rows fold into reason "other"
-// rows (foldKey), of which there are at most maxFoldRows.
+// rows (foldKey), one at most per known outcome and category.
 const (
 	maxOutcomeRows  = 2000
-	maxFoldRows     = (len(outcomeNames) + 1) * (len(categoryNames) + 1)
 	maxErrorReasons = 500 // distinct reasons a reasonCounter keeps
 )
 
@@ -192,9 +191,9 @@ type reasonCounter struct {
 	n atomic.Int64
 }
 
-func (r *reasonCounter) add(reason string, d int64) {
+func (r *reasonCounter) add(reason string) {
 	if v, ok := r.m.Load(reason); ok {
-		v.(*atomic.Int64).Add(d)
+		v.(*atomic.Int64).Add(1)
 		return
 	}
 	if r.n.Load() >= maxErrorReasons {
@@ -204,7 +203,7 @@ func (r *reasonCounter) add(reason string, d int64) {
 	if !loaded {
 		r.n.Add(1)
 	}
-	v.(*atomic.Int64).Add(d)
+	v.(*atomic.Int64).Add(1)
 }
 
 func (r *reasonCounter) snapshot() map[string]int64 {
@@ -218,8 +217,8 @@ func (r *reasonCounter) snapshot() map[string]int64 {
 
 type outcomeKey struct{ outcome, category, reason string }
 
-// outcomeTable sums outcome records by (outcome, category, reason), in at
-// most maxOutcomeRows + maxFoldRows rows; sums saturate at math.MaxInt64.
+// outcomeTable sums outcome records by (outcome, category, reason), in
+// boundedly many rows (maxOutcomeRows); sums saturate at math.MaxInt64.
 type outcomeTable struct {
 	mu     sync.Mutex
 	rows   map[outcomeKey]*outcomeRow
