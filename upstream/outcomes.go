@@ -78,6 +78,6 @@ func (s *Server) outcomeQuery(w http.ResponseWriter, req *http.Request, c *count
 	}
 	b.messages[src] = 1
 	b.count(c)
-	writeRawJSON(w, http.StatusOK, emptyObject)
+	writeRawJSON(w, http.StatusOK, []byte("{}"))
 	return nil
 }

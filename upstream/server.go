@@ -10,19 +10,10 @@
 //	defer srv.Close()
 //	// relay.upstream: srv.URL; counts: srv.Stats()
 //
-// Routes (Handler):
-//
-//	POST /api/0/relays/register/challenge/   registration step 1 (signed with the key in the body)
-//	POST /api/0/relays/register/response/    registration step 2 (stateless HMAC token)
-//	POST /api/0/relays/projectconfigs/       project configs v3 and the global config (signed)
-//	POST /api/0/relays/publickeys/           public keys of registered relays (signed)
-//	POST /api/0/relays/outcomes/             legacy outcome batches (signed)
-//	POST /api/0/relays/metrics/              global metric batches (signed over the decoded body)
-//	GET  /api/0/relays/live/                 {"is_healthy": true}
-//	POST /api/<project_id>/envelope/         the envelope sink (Relay or SDKs)
-//	GET  /stats[?format=prometheus]          counters; POST /stats/reset zeroes them atomically
-//	GET  /projects[?origin=http://host:port] the projects with ready-made DSNs
-//	GET|POST /control                        fault injection (see Faults)
+// Handler serves Relay's upstream routes under /api/0/relays/, the envelope
+// sink POST /api/<project_id>/envelope/ (Relay or SDKs), and GET /stats,
+// POST /stats/reset, GET /projects and GET|POST /control (faults); the
+// README lists them with their answers.
 //
 // An envelope is checked in this order, then counted (and kept, with
 // Config.Capture), then answered: injected faults, method,

@@ -77,43 +77,29 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 	if outcomes != nil {
 		outcomes.count(c)
 	}
-	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
-		w.answerEnvelope(id)
-	} else {
-		w.answerEnvelope(nil)
-	}
+	w.answerEnvelope(sum.EventID)
 	return nil
 }
 
-// appendEnvelopeAnswer appends the answer to an envelope with event id id
-// (32 hex digits, or 36 with the dashes, which it drops; nil: none).
-func appendEnvelopeAnswer(b, id []byte) []byte {
-	if id == nil {
-		return append(b, emptyObject...)
-	}
-	b = append(b, idPrefix...)
-	for _, ch := range id {
-		if ch != '-' {
-			b = append(b, ch)
-		}
-	}
-	return append(b, idSuffix...)
-}
-
-// envelopeAnswerLen bounds appendEnvelopeAnswer's output.
+// envelopeAnswerLen bounds the envelope sink's answer, {"id":"<32 hex>"}.
 const envelopeAnswerLen = 48
 
-// answerEnvelope answers an accepted envelope from the writer's buffer.
+// answerEnvelope answers an accepted envelope with its event id (32 hex
+// digits, or 36 with dashes, which it drops), or {} without a valid one,
+// from the writer's buffer.
 func (w *statusWriter) answerEnvelope(id []byte) {
-	writeRawJSON(w, http.StatusOK, appendEnvelopeAnswer(w.answer[:0], id))
+	b := append(w.answer[:0], "{}"...)
+	if len(id) == 32 || len(id) == 36 && bytes.Count(id, []byte("-")) == 4 {
+		b = append(b[:1], `"id":"`...)
+		for _, ch := range id {
+			if ch != '-' {
+				b = append(b, ch)
+			}
+		}
+		b = append(b, `"}`...)
+	}
+	writeRawJSON(w, http.StatusOK, b)
 }
-
-var (
-	emptyObject = []byte("{}")
-	idPrefix    = []byte(`{"id":"`)
-	idSuffix    = []byte(`"}`)
-	dash        = []byte("-")
-)
 
 // maxPooledSummaryItems is the largest item list a pooled summary keeps, so
 // a rare envelope of many items does not pin a large list in the pool.
