@@ -174,26 +174,16 @@ type clientReportEntry struct {
 	Quantity quantity `json:"quantity"`
 }
 
-// clientReportOutcome is the outcome of a client report's list key, "" for
-// other keys.
-func clientReportOutcome(key string) string {
-	switch key {
-	case "discarded_events":
-		return "client_discard"
-	case "rate_limited_events":
-		return "rate_limited"
-	case "filtered_events", "filtered_sampling_events":
-		return "filtered"
-	}
-	return ""
-}
+// clientReportOutcomes are the outcomes of a client report's lists, by key.
+var clientReportOutcomes = map[string]string{"discarded_events": "client_discard", "rate_limited_events": "rate_limited",
+	"filtered_events": "filtered", "filtered_sampling_events": "filtered"}
 
 // readClientReportItem reads a client_report item (docs/protocol.md,
 // Outcomes).
 func readClientReportItem(payload []byte, b *outcomeBatch, where string) *httpError {
 	w := newJSONWalker(payload)
 	err := w.object(func(key string) error {
-		outcome := clientReportOutcome(key)
+		outcome := clientReportOutcomes[key]
 		if outcome == "" {
 			return w.skip()
 		}
@@ -242,11 +232,13 @@ func readEnvelopeOutcomes(decoded []byte, sum *envelope.Summary) (*outcomeBatch,
 	return b, nil
 }
 
+// legacyOutcome is one outcome of a legacy batch. A field it lacks, or
+// holds as null, keeps its default: category 0 ("default"), quantity 1.
 type legacyOutcome struct {
-	Outcome  int64     `json:"outcome"`
-	Category *int64    `json:"category"`
-	Quantity *quantity `json:"quantity"`
-	Reason   *string   `json:"reason"`
+	Outcome  int64    `json:"outcome"`
+	Category int64    `json:"category"`
+	Quantity quantity `json:"quantity"`
+	Reason   string   `json:"reason"`
 }
 
 // readLegacyBatch reads a legacy outcome batch {"outcomes": [...]}.
@@ -258,23 +250,11 @@ func readLegacyBatch(body []byte, b *outcomeBatch) *httpError {
 		}
 		var o legacyOutcome
 		return w.array(func(i int) error {
-			o = legacyOutcome{}
+			o = legacyOutcome{Quantity: 1}
 			if err := w.dec.Decode(&o); err != nil {
 				return fmt.Errorf("outcome %d: %w", i, err)
 			}
-			cat := "default"
-			if o.Category != nil {
-				cat = categoryName(*o.Category)
-			}
-			qty := int64(1)
-			if o.Quantity != nil {
-				qty = int64(*o.Quantity)
-			}
-			reason := ""
-			if o.Reason != nil {
-				reason = clipReason(*o.Reason)
-			}
-			b.table.add(outcomeName(o.Outcome), cat, reason, qty)
+			b.table.add(outcomeName(o.Outcome), categoryName(o.Category), clipReason(o.Reason), int64(o.Quantity))
 			return nil
 		})
 	})

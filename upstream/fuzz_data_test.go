@@ -242,7 +242,7 @@ func referenceRecords(kind int, b []byte) ([]outcomeRecord, int, error) {
 				}
 			}
 			for _, e := range es {
-				recs = append(recs, outcomeRecord{clientReportOutcome(key), clipReason(e.Category), clipReason(e.Reason), int64(e.Quantity)})
+				recs = append(recs, outcomeRecord{clientReportOutcomes[key], clipReason(e.Category), clipReason(e.Reason), int64(e.Quantity)})
 			}
 		}
 		return recs, 0, nil
@@ -251,7 +251,12 @@ func referenceRecords(kind int, b []byte) ([]outcomeRecord, int, error) {
 		if err := json.Unmarshal(b, &top); err != nil {
 			return nil, 0, err
 		}
-		var outs []legacyOutcome
+		var outs []struct {
+			Outcome  int64     `json:"outcome"`
+			Category *int64    `json:"category"`
+			Quantity *quantity `json:"quantity"`
+			Reason   *string   `json:"reason"`
+		}
 		if raw, ok := top["outcomes"]; ok {
 			if err := json.Unmarshal(raw, &outs); err != nil {
 				return nil, 0, err
