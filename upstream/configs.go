@@ -11,15 +11,6 @@ import (
 	"time"
 )
 
-// defaultFeatures returns the project features a load test needs: without
-// them a managed Relay drops logs and (older Relays) spans silently.
-func defaultFeatures() []string {
-	return []string{
-		"organizations:ourlogs-ingestion",
-		"organizations:standalone-span-ingestion",
-	}
-}
-
 // DataScrubbing is config.datascrubbingSettings (docs/canaries.md): Sentry's
 // project defaults, so Relay applies its default scrubbing rules.
 type DataScrubbing struct {
@@ -60,21 +51,13 @@ type ProjectState struct {
 	Config         ProjectConfig     `json:"config"`
 }
 
-// inboundFilterSettings are the filters --inbound-filters turns on.
-func inboundFilterSettings() map[string]any {
-	return map[string]any{
-		"webCrawlers":       map[string]any{"isEnabled": true},
-		"legacyBrowsers":    map[string]any{"isEnabled": true, "options": []string{"default"}},
-		"localhost":         map[string]any{"isEnabled": true},
-		"browserExtensions": map[string]any{"isEnabled": true},
-	}
-}
-
 // projectConfig is the config shared by every project.
 func (s *Server) projectConfig() ProjectConfig {
-	features := defaultFeatures()
-	if s.cfg.Features != nil {
-		features = s.cfg.Features
+	features := s.cfg.Features
+	if features == nil {
+		// Without these a managed Relay drops logs and (older Relays) spans
+		// silently.
+		features = []string{"organizations:ourlogs-ingestion", "organizations:standalone-span-ingestion"}
 	}
 	pc := ProjectConfig{
 		AllowedDomains: []string{"*"},
@@ -87,7 +70,9 @@ func (s *Server) projectConfig() ProjectConfig {
 		Quotas:   s.cfg.Quotas,
 	}
 	if s.cfg.InboundFilters {
-		pc.FilterSettings = inboundFilterSettings()
+		on := map[string]any{"isEnabled": true}
+		pc.FilterSettings = map[string]any{"webCrawlers": on, "localhost": on, "browserExtensions": on,
+			"legacyBrowsers": map[string]any{"isEnabled": true, "options": []string{"default"}}}
 	}
 	return pc
 }
