@@ -67,30 +67,31 @@ func relayStop(detail string) *httpError {
 	return e
 }
 
-// admitRelay decides whether relay id with key pub may register: a known or
-// registered relay id keeps its key, as in Sentry, so nobody takes over an
-// id; with an allow-list only known relays may register. It returns the
-// relay's current entry, if any.
-func (s *Server) admitRelay(id string, pub relayauth.PublicKey) (*relay, *httpError) {
+// admitRelay decides whether relay id with key pub may register and, with
+// store, marks it registered: a known or registered relay id keeps its key,
+// as in Sentry, so nobody takes over an id; with an allow-list only known
+// relays may register. Registrations hold regMu, so that of two at once of
+// a new id, the second sees the first.
+func (s *Server) admitRelay(id string, pub relayauth.PublicKey, store bool) *httpError {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
 	known := s.lookupRelay(id)
-	if known != nil && !known.pub.Equal(pub) {
-		return nil, keyMismatch(id)
-	}
-	if s.cfg.AllowList && (known == nil || !known.known) {
-		return nil, newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register", "relay id "+id+" is not in the allow-list")
-	}
-	if known == nil && s.nSelfRegistered.Load() >= MaxRegisteredRelays {
-		return nil, newError(http.StatusForbidden, "too_many_relays", "too many relays registered",
+	switch {
+	case known != nil && !known.pub.Equal(pub):
+		return newError(http.StatusBadRequest, "public_key_mismatch", "Attempted to register agent with a different public key",
+			"relay id "+id+" is registered with another public key")
+	case s.cfg.AllowList && (known == nil || !known.known):
+		return newError(http.StatusForbidden, "unknown_relay", "relay not allowed to register", "relay id "+id+" is not in the allow-list")
+	case known == nil && s.nSelfRegistered >= MaxRegisteredRelays:
+		return newError(http.StatusForbidden, "too_many_relays", "too many relays registered",
 			fmt.Sprintf("at most %d relays may register; pre-register more with --relay-credentials", MaxRegisteredRelays))
+	case !store || known != nil && known.registered:
+		return nil // registering again (every auth_interval) changes nothing
+	case known == nil:
+		s.nSelfRegistered++
 	}
-	return known, nil
-}
-
-// keyMismatch is Sentry's answer to a registration of a known relay id with
-// another public key.
-func keyMismatch(id string) *httpError {
-	return newError(http.StatusBadRequest, "public_key_mismatch", "Attempted to register agent with a different public key",
-		"relay id "+id+" is registered with another public key")
+	s.relays.Store(id, &relay{pub: pub, registered: true, known: known != nil && known.known})
+	return nil
 }
 
 // registration counts a failed registration step, which is also an error.
@@ -119,7 +120,7 @@ func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters
 	if err != nil {
 		return newError(http.StatusBadRequest, "bad_public_key", "invalid public_key", err.Error())
 	}
-	if _, e := s.admitRelay(cr.RelayID, pub); e != nil {
+	if e := s.admitRelay(cr.RelayID, pub, false); e != nil {
 		return e
 	}
 	if e := s.verifySignature(req, c, pub, body, s.cfg.RegistrationMaxAge); e != nil {
@@ -159,41 +160,11 @@ func (s *Server) response(w http.ResponseWriter, req *http.Request, c *counters)
 	if e := s.verifySignature(req, c, pub, body, s.cfg.RegistrationMaxAge); e != nil {
 		return e
 	}
-	known, e := s.admitRelay(rr.RelayID, pub)
-	if e == nil {
-		e = s.storeRegistered(rr.RelayID, pub, known)
-	}
-	if e != nil {
+	if e := s.admitRelay(rr.RelayID, pub, true); e != nil {
 		return e
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"relay_id": rr.RelayID})
 	return nil
-}
-
-// storeRegistered marks relay id (with key pub, admitted with entry known)
-// registered. Of two registrations of a new id at once, the first to store
-// its entry wins and a later one with another key is refused.
-func (s *Server) storeRegistered(id string, pub relayauth.PublicKey, known *relay) *httpError {
-	for {
-		if known == nil {
-			v, loaded := s.relays.LoadOrStore(id, &relay{id: id, pub: pub, registered: true})
-			if !loaded {
-				s.nSelfRegistered.Add(1)
-				return nil
-			}
-			known = v.(*relay)
-		}
-		if !known.pub.Equal(pub) {
-			return keyMismatch(id)
-		}
-		if known.registered {
-			return nil // registering again (every auth_interval): nothing changes
-		}
-		if s.relays.CompareAndSwap(id, known, &relay{id: id, pub: pub, registered: true, known: known.known}) {
-			return nil
-		}
-		known = s.lookupRelay(id)
-	}
 }
 
 type publicKeyInfo struct {

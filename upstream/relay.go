@@ -8,9 +8,9 @@ import (
 	"github.com/relayload/relayload/relayauth"
 )
 
-// relay is one known relay. Entries are replaced, never mutated.
+// relay is one known relay, by id in Server.relays. Entries are replaced,
+// never mutated.
 type relay struct {
-	id         string
 	pub        relayauth.PublicKey
 	registered bool
 	known      bool // allow-listed / pre-registered

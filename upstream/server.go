@@ -137,8 +137,9 @@ type Server struct {
 
 	byKey           projects.Index
 	byID            map[int64]int
-	relays          sync.Map     // relay id → *relay
-	nSelfRegistered atomic.Int64 // relays added by the registration handshake
+	relays          sync.Map   // relay id → *relay, replaced whole
+	regMu           sync.Mutex // held by a registration and RegisterRelay
+	nSelfRegistered int        // relays added by the registration handshake
 	dec             *compression.Decoder
 	bufs            sync.Pool // *[]byte
 	writers         sync.Pool // *statusWriter
@@ -260,7 +261,7 @@ func newServer(cfg Config) (*Server, error) {
 	s.writers.New = func() any { return new(statusWriter) }
 	s.sums.New = func() any { return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)} }
 	for id, pub := range cfg.Relays {
-		s.relays.Store(id, &relay{id: id, pub: pub, known: true})
+		s.relays.Store(id, &relay{pub: pub, known: true})
 	}
 	s.stats.Store(newCounters(len(cfg.Projects), s.started))
 	if err := s.buildConfigs(); err != nil {
@@ -276,7 +277,9 @@ func newServer(cfg Config) (*Server, error) {
 // so its requests are accepted without a challenge. A relay that registers
 // again with the same id must use the same key.
 func (s *Server) RegisterRelay(id string, pub relayauth.PublicKey) {
-	s.relays.Store(id, &relay{id: id, pub: pub, known: true, registered: true})
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	s.relays.Store(id, &relay{pub: pub, known: true, registered: true})
 }
 
 // Stats returns a snapshot of the counters.
