@@ -214,18 +214,9 @@ func sentryKeyOf(auth, authz, rawQuery string) string {
 
 // dsnKey extracts the public key from a DSN "scheme://key[:secret]@host/id".
 func dsnKey(dsn []byte) string {
-	i := bytes.Index(dsn, []byte("://"))
-	if i < 0 {
+	u, err := url.Parse(string(dsn))
+	if err != nil || u.User == nil {
 		return ""
 	}
-	rest := dsn[i+3:]
-	at := bytes.IndexByte(rest, '@')
-	if at < 0 {
-		return ""
-	}
-	user := rest[:at]
-	if colon := bytes.IndexByte(user, ':'); colon >= 0 {
-		user = user[:colon]
-	}
-	return string(user)
+	return u.User.Username()
 }
