@@ -38,12 +38,6 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (hijack).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// protocolRoute reports whether faults apply to the route: Relay's routes,
-// not /stats, /projects or /control.
-func protocolRoute(r int) bool {
-	return r <= routeLive || r == routeNotFound
-}
-
 // acquire pins the current counter generation for one request, so that it
 // counts entirely into one generation (ResetStats waits for it).
 func (s *Server) acquire() *counters {
@@ -87,7 +81,8 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	if s.hook != nil {
 		s.hook(req)
 	}
-	if protocolRoute(r) && s.applyFaults(w, req, r, c) {
+	// Faults apply to Relay's routes, not to /stats, /projects or /control.
+	if (r <= routeLive || r == routeNotFound) && s.applyFaults(w, req, r, c) {
 		return
 	}
 	var e *httpError

@@ -119,15 +119,14 @@ func (s *Server) putSummary(sum *envelope.Summary) {
 // envelopeError names the framing rule an envelope broke.
 func envelopeError(err error) *httpError {
 	var pe *envelope.ParseError
-	if errors.As(err, &pe) && pe.Rule == envelope.RuleTooManyItems {
+	switch {
+	case !errors.As(err, &pe):
+		return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
+	case pe.Rule == envelope.RuleTooManyItems:
 		return newError(http.StatusRequestEntityTooLarge, "envelope_too_many_items",
 			"envelope exceeded size limits: more than "+strconv.Itoa(MaxEnvelopeItems)+" items", err.Error())
 	}
-	if errors.As(err, &pe) {
-		reason := "malformed_envelope:" + strings.ReplaceAll(string(pe.Rule), " ", "_")
-		return newError(http.StatusBadRequest, reason, "invalid envelope", err.Error())
-	}
-	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
+	return newError(http.StatusBadRequest, "malformed_envelope:"+strings.ReplaceAll(string(pe.Rule), " ", "_"), "invalid envelope", err.Error())
 }
 
 // count records one accepted envelope, but not its outcomes.
@@ -151,28 +150,20 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 		} else {
 			c.records[ti].Add(1)
 		}
-		if !metaItem(ti) {
-			data = true
-		}
 		switch ti {
+		case itemClientReport, itemMetricBuckets, itemStatsd, itemMetricMeta:
+			// Relay's own traffic about the data (metrics, client reports).
 		case itemEvent, itemTransaction, itemLog, itemSpan:
+			data = true
 			s.scanCanaries(c, decoded[it.PayloadStart:it.PayloadEnd])
+		default:
+			data = true
 		}
 	}
 	if data {
 		c.dataEnvelopes.Add(1)
 		c.arrivals.add(at)
 	}
-}
-
-// metaItem reports whether an item type is Relay's own traffic about the
-// data (metrics, client reports) rather than the data itself.
-func metaItem(ti int) bool {
-	switch ti {
-	case itemClientReport, itemMetricBuckets, itemStatsd, itemMetricMeta:
-		return true
-	}
-	return false
 }
 
 // scanCanaries counts canaries found in a forwarded payload and whether the

@@ -450,12 +450,18 @@ func (c *counters) snapshot(s *Server) Stats {
 		TopProjects:       c.topProjects(s.cfg.Projects),
 		MetricBuckets:     c.metricBuckets.Load(),
 		Outcomes:          c.outcomeStats(),
-		Canaries:          c.canaries(),
-		Errors:            c.errors.snapshot(),
-		Requests:          c.requestCounts(),
-		Faults:            c.faultsInjected.snapshot(),
-		Panics:            c.panics.Load(),
-		HTTPLayer:         c.http.snapshot(),
+		Canaries: Canaries{
+			ItemsScanned:  c.scannedItems.Load(),
+			Leaks:         loadNonZero(canaryNames, c.canaryLeaks),
+			KeptFound:     loadNonZero(canaryNames, c.canaryKept),
+			Found:         loadNonZero(canaryNames, c.canaryFound),
+			ScrubbedItems: c.scrubbedItems.Load(),
+		},
+		Errors:    c.errors.snapshot(),
+		Requests:  c.requestCounts(),
+		Faults:    c.faultsInjected.snapshot(),
+		Panics:    c.panics.Load(),
+		HTTPLayer: c.http.snapshot(),
 	}
 	if s.cfg.Capture != nil {
 		cs := s.cfg.Capture.Stats()
@@ -512,16 +518,6 @@ func (c *counters) requestCounts() map[string]map[string]int64 {
 		}
 	}
 	return out
-}
-
-func (c *counters) canaries() Canaries {
-	return Canaries{
-		ItemsScanned:  c.scannedItems.Load(),
-		Leaks:         loadNonZero(canaryNames, c.canaryLeaks),
-		KeptFound:     loadNonZero(canaryNames, c.canaryKept),
-		Found:         loadNonZero(canaryNames, c.canaryFound),
-		ScrubbedItems: c.scrubbedItems.Load(),
-	}
 }
 
 // outcomeStats returns the outcome rows, sorted by outcome, category and
