@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -126,15 +128,14 @@ func routeIndex(name string) int { return slices.Index(routeNames[:], name) }
 // Validate checks f.
 func (f *Faults) Validate() error {
 	for name, l := range f.Latency {
-		if name != "*" && routeIndex(name) < 0 {
+		switch {
+		case name != "*" && routeIndex(name) < 0:
 			return fmt.Errorf("latency: unknown route %q (want one of %s or *)", name, strings.Join(routeNames[:], ", "))
-		}
-		if l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min {
+		case l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min:
 			return fmt.Errorf("latency %s: durations must be ≥ 0 and max ≥ min", name)
-		}
 		// Bounding each term first keeps the sum from overflowing.
-		if time.Duration(l.Fixed) > maxLatency || time.Duration(l.Min) > maxLatency || time.Duration(l.Max) > maxLatency ||
-			time.Duration(l.Mean) > maxLatency || time.Duration(l.Fixed+max(l.Min, l.Max)) > maxLatency {
+		case time.Duration(l.Fixed) > maxLatency || time.Duration(l.Min) > maxLatency || time.Duration(l.Max) > maxLatency ||
+			time.Duration(l.Mean) > maxLatency || time.Duration(l.Fixed+max(l.Min, l.Max)) > maxLatency:
 			return fmt.Errorf("latency %s: fixed, min, max, mean and fixed + max(min, max) must each be at most %s", name, maxLatency)
 		}
 	}
@@ -142,36 +143,33 @@ func (f *Faults) Validate() error {
 		return fmt.Errorf("inject: %d injections, at most %d", len(f.Inject), MaxInjections)
 	}
 	for i, in := range f.Inject {
-		if in.Route != "*" && routeIndex(in.Route) < 0 {
-			return fmt.Errorf("inject %d: unknown route %q", i, in.Route)
-		}
-		if !(in.Probability >= 0 && in.Probability <= 1) {
-			return fmt.Errorf("inject %d: probability %v not in [0,1]", i, in.Probability)
-		}
-		if in.Reset == (in.Status != 0) {
-			return fmt.Errorf("inject %d: set exactly one of status and reset", i)
-		}
-		if in.Status != 0 && (in.Status < 400 || in.Status > 599) {
-			return fmt.Errorf("inject %d: status %d is not an error status (400..599)", i, in.Status)
-		}
-		if in.RetryAfter < 0 || in.RetryAfter > maxRetryAfter {
-			return fmt.Errorf("inject %d: retry_after %d not in [0, %d] seconds", i, in.RetryAfter, maxRetryAfter)
-		}
-		if in.RateLimits != "" {
-			if err := checkRateLimits(in.RateLimits); err != nil {
-				return fmt.Errorf("inject %d: rate_limits: %w", i, err)
+		var err error
+		switch {
+		case in.Route != "*" && routeIndex(in.Route) < 0:
+			err = fmt.Errorf("unknown route %q", in.Route)
+		case !(in.Probability >= 0 && in.Probability <= 1):
+			err = fmt.Errorf("probability %v not in [0,1]", in.Probability)
+		case in.Reset == (in.Status != 0):
+			err = errors.New("set exactly one of status and reset")
+		case in.Status != 0 && (in.Status < 400 || in.Status > 599):
+			err = fmt.Errorf("status %d is not an error status (400..599)", in.Status)
+		case in.RetryAfter < 0 || in.RetryAfter > maxRetryAfter:
+			err = fmt.Errorf("retry_after %d not in [0, %d] seconds", in.RetryAfter, maxRetryAfter)
+		case in.RateLimits != "":
+			if err = checkRateLimits(in.RateLimits); err != nil {
+				err = fmt.Errorf("rate_limits: %w", err)
 			}
 		}
+		if err != nil {
+			return fmt.Errorf("inject %d: %w", i, err)
+		}
 	}
-	if o := f.Outage; o != nil {
-		switch o.Mode {
-		case OutageRefuse, OutageHang, OutageUnavailable:
-		default:
-			return fmt.Errorf("outage: mode %q, want refuse, hang or unavailable", o.Mode)
-		}
-		if o.Duration <= 0 || time.Duration(o.Duration) > maxOutage {
-			return fmt.Errorf("outage: duration %s not in (0, %s]", time.Duration(o.Duration), maxOutage)
-		}
+	switch o := f.Outage; {
+	case o == nil:
+	case o.Mode != OutageRefuse && o.Mode != OutageHang && o.Mode != OutageUnavailable:
+		return fmt.Errorf("outage: mode %q, want refuse, hang or unavailable", o.Mode)
+	case o.Duration <= 0 || time.Duration(o.Duration) > maxOutage:
+		return fmt.Errorf("outage: duration %s not in (0, %s]", time.Duration(o.Duration), maxOutage)
 	}
 	return nil
 }
@@ -282,16 +280,9 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		}
 		c.faultsInjected.add(strconv.Itoa(in.Status))
 		if in.Status == http.StatusTooManyRequests {
-			ra := in.RetryAfter
-			if ra == 0 {
-				ra = 60
-			}
-			w.Header().Set("Retry-After", strconv.Itoa(ra))
-			rl := in.RateLimits
-			if rl == "" {
-				rl = strconv.Itoa(ra) + "::organization:generic"
-			}
-			w.Header().Set("X-Sentry-Rate-Limits", rl)
+			ra := strconv.Itoa(cmp.Or(in.RetryAfter, 60))
+			w.Header().Set("Retry-After", ra)
+			w.Header().Set("X-Sentry-Rate-Limits", cmp.Or(in.RateLimits, ra+"::organization:generic"))
 		}
 		writeJSON(w, in.Status, newError(in.Status, "fault", http.StatusText(in.Status)+" (injected)").body)
 		return true
