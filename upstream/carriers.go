@@ -151,7 +151,7 @@ func (w jsonWalker) bucketList(b *outcomeBatch) error {
 		}
 		cat := bk.Tags["category"]
 		if id, err := strconv.ParseInt(cat, 10, 64); err == nil {
-			cat = categoryName(id)
+			cat = idName(categoryNames[:], id)
 		} else {
 			cat = "unknown:" + clipReason(cat)
 		}
@@ -254,7 +254,7 @@ func readLegacyBatch(body []byte, b *outcomeBatch) *httpError {
 			if err := w.dec.Decode(&o); err != nil {
 				return fmt.Errorf("outcome %d: %w", i, err)
 			}
-			b.table.add(outcomeName(o.Outcome), categoryName(o.Category), clipReason(o.Reason), int64(o.Quantity))
+			b.table.add(idName(outcomeNames[:], o.Outcome), idName(categoryNames[:], o.Category), clipReason(o.Reason), int64(o.Quantity))
 			return nil
 		})
 	})

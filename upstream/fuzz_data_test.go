@@ -214,7 +214,7 @@ func referenceRecords(kind int, b []byte) ([]outcomeRecord, int, error) {
 			}
 			cat := bk.Tags["category"]
 			if id, err := strconv.ParseInt(cat, 10, 64); err == nil {
-				cat = categoryName(id)
+				cat = idName(categoryNames[:], id)
 			} else {
 				cat = "unknown:" + clipReason(cat)
 			}
@@ -263,9 +263,9 @@ func referenceRecords(kind int, b []byte) ([]outcomeRecord, int, error) {
 			}
 		}
 		for _, o := range outs {
-			r := outcomeRecord{outcomeName(o.Outcome), "default", "", 1}
+			r := outcomeRecord{idName(outcomeNames[:], o.Outcome), "default", "", 1}
 			if o.Category != nil {
-				r.category = categoryName(*o.Category)
+				r.category = idName(categoryNames[:], *o.Category)
 			}
 			if o.Quantity != nil {
 				r.quantity = int64(*o.Quantity)

@@ -21,18 +21,11 @@ var categoryNames = [...]string{
 	"seer_user", "profile_backend", "profile_ui", "trace_metric_byte",
 }
 
-// outcomeName returns the name of outcome id (or "unknown:<id>").
-func outcomeName(id int64) string {
-	if id >= 0 && id < int64(len(outcomeNames)) {
-		return outcomeNames[id]
-	}
-	return "unknown:" + strconv.FormatInt(id, 10)
-}
-
-// categoryName returns the name of data category id (or "unknown:<id>").
-func categoryName(id int64) string {
-	if id >= 0 && id < int64(len(categoryNames)) {
-		return categoryNames[id]
+// idName returns the name of id in names (outcomeNames, categoryNames), or
+// "unknown:<id>".
+func idName(names []string, id int64) string {
+	if id >= 0 && id < int64(len(names)) {
+		return names[id]
 	}
 	return "unknown:" + strconv.FormatInt(id, 10)
 }
@@ -53,19 +46,9 @@ func clipReason(r string) string {
 	return r[:i]
 }
 
-// handleLegacyOutcomes serves POST /api/0/relays/outcomes/.
-func (s *Server) handleLegacyOutcomes(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	return s.outcomeQuery(w, req, c, srcLegacy, readLegacyBatch)
-}
-
-// handleMetrics serves POST /api/0/relays/metrics/ (http.global_metrics):
-// the body is compressed, the signature covers the decoded body.
-func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	return s.outcomeQuery(w, req, c, srcMetricsEndpoint, readMetricsBatch)
-}
-
-// outcomeQuery reads a signed outcome carrier from source src with read and
-// counts it once it was read in full.
+// outcomeQuery serves a signed outcome carrier from source src, a legacy
+// batch or a metrics-endpoint batch (http.global_metrics, signed over the
+// decoded body): it reads it with read and counts it once read in full.
 func (s *Server) outcomeQuery(w http.ResponseWriter, req *http.Request, c *counters, src int, read func([]byte, *outcomeBatch) *httpError) *httpError {
 	body, held, e := s.signedQuery(req, c)
 	if e != nil {

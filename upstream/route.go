@@ -100,9 +100,9 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	case routePublicKeys:
 		e = s.handlePublicKeys(w, req, c)
 	case routeMetrics:
-		e = s.handleMetrics(w, req, c)
+		e = s.outcomeQuery(w, req, c, srcMetricsEndpoint, readMetricsBatch)
 	case routeOutcomes:
-		e = s.handleLegacyOutcomes(w, req, c)
+		e = s.outcomeQuery(w, req, c, srcLegacy, readLegacyBatch)
 	case routeLive:
 		writeRawJSON(w, http.StatusOK, []byte(`{"is_healthy":true}`))
 	case routeStats:
