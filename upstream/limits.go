@@ -23,18 +23,6 @@ const (
 	maxStandaloneSpans    = 25        // span items outside a span container: limits.max_standalone_span_count
 )
 
-// isContainer mirrors Relay's ContentType::is_container: a span item of one
-// of these content types is a span container, not a standalone span.
-func isContainer(contentType []byte) bool {
-	switch string(contentType) {
-	case "application/vnd.sentry.items.log+json",
-		"application/vnd.sentry.items.span.v2+json",
-		"application/vnd.sentry.items.trace-metric+json":
-		return true
-	}
-	return false
-}
-
 // checkEnvelopeLimits applies the per-type limits to a scanned envelope.
 func checkEnvelopeLimits(sum *envelope.Summary) *httpError {
 	var sessions, attachments, reports, reportBytes, spans int
@@ -54,7 +42,11 @@ func checkEnvelopeLimits(sum *envelope.Summary) *httpError {
 			}
 			n, limit = &reports, maxClientReportItems
 		case itemSpan:
-			if isContainer(it.ContentType) {
+			// A span item of a container type (Relay's
+			// ContentType::is_container) is no standalone span.
+			switch string(it.ContentType) {
+			case "application/vnd.sentry.items.log+json", "application/vnd.sentry.items.span.v2+json",
+				"application/vnd.sentry.items.trace-metric+json":
 				continue
 			}
 			n, limit = &spans, maxStandaloneSpans

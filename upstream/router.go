@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
@@ -76,14 +77,8 @@ func (rt *router) lookup(path string) (r int, projectID string) {
 	return r, projectID
 }
 
+// isDigits reports whether s is 1–18 decimal digits: a project id that fits
+// an int64.
 func isDigits(s string) bool {
-	if s == "" || len(s) > 18 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return len(s) > 0 && len(s) <= 18 && strings.TrimLeft(s, "0123456789") == ""
 }
