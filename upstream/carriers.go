@@ -45,54 +45,30 @@ type jsonWalker struct{ dec *json.Decoder }
 
 func newJSONWalker(b []byte) jsonWalker { return jsonWalker{json.NewDecoder(bytes.NewReader(b))} }
 
-// open reads the next token, which must be want or null; it reports
-// whether it was want (null is an empty object or array, as for
-// json.Unmarshal).
-func (w jsonWalker) open(want json.Delim) (bool, error) {
+// each calls fn for each element of the array, or each key of the object,
+// that comes next (null is an empty one, as for json.Unmarshal); fn must
+// read the element, or the key's value.
+func (w jsonWalker) each(open json.Delim, fn func(i int, key string) error) error {
 	t, err := w.dec.Token()
-	if err != nil {
-		return false, err
-	}
-	if t == nil {
-		return false, nil
-	}
-	if d, ok := t.(json.Delim); !ok || d != want {
-		return false, fmt.Errorf("want %s, found %v", string(want), t)
-	}
-	return true, nil
-}
-
-// object calls field with each key of the object (or null) that comes
-// next; field must read the value.
-func (w jsonWalker) object(field func(key string) error) error {
-	if ok, err := w.open('{'); !ok {
+	if err != nil || t == nil {
 		return err
 	}
-	for w.dec.More() {
-		t, err := w.dec.Token()
-		if err != nil {
-			return err
-		}
-		if err := field(t.(string)); err != nil { // keys are strings
-			return err
-		}
-	}
-	_, err := w.dec.Token() // '}'
-	return err
-}
-
-// array calls elem for each element of the array (or null) that comes
-// next; elem must read the element.
-func (w jsonWalker) array(elem func(i int) error) error {
-	if ok, err := w.open('['); !ok {
-		return err
+	if d, ok := t.(json.Delim); !ok || d != open {
+		return fmt.Errorf("want %s, found %v", string(open), t)
 	}
 	for i := 0; w.dec.More(); i++ {
-		if err := elem(i); err != nil {
+		var key string
+		if open == '{' {
+			if t, err = w.dec.Token(); err != nil {
+				return err
+			}
+			key = t.(string) // keys are strings
+		}
+		if err := fn(i, key); err != nil {
 			return err
 		}
 	}
-	_, err := w.dec.Token() // ']'
+	_, err = w.dec.Token() // the closing delimiter
 	return err
 }
 
@@ -132,7 +108,7 @@ const outcomePrefix, outcomeSuffix = "c:outcomes/", "@none"
 // others only counted.
 func (w jsonWalker) bucketList(b *outcomeBatch) error {
 	var bk bucket
-	return w.array(func(i int) error {
+	return w.each('[', func(i int, _ string) error {
 		bk = bucket{Value: bk.Value[:0]}
 		if err := w.dec.Decode(&bk); err != nil {
 			return fmt.Errorf("bucket %d: %w", i, err)
@@ -182,13 +158,13 @@ var clientReportOutcomes = map[string]string{"discarded_events": "client_discard
 // Outcomes).
 func readClientReportItem(payload []byte, b *outcomeBatch, where string) *httpError {
 	w := newJSONWalker(payload)
-	err := w.object(func(key string) error {
+	err := w.each('{', func(_ int, key string) error {
 		outcome := clientReportOutcomes[key]
 		if outcome == "" {
 			return w.skip()
 		}
 		var e clientReportEntry
-		return w.array(func(i int) error {
+		return w.each('[', func(i int, _ string) error {
 			e = clientReportEntry{}
 			if err := w.dec.Decode(&e); err != nil {
 				return fmt.Errorf("%s %d: %w", key, i, err)
@@ -244,12 +220,12 @@ type legacyOutcome struct {
 // readLegacyBatch reads a legacy outcome batch {"outcomes": [...]}.
 func readLegacyBatch(body []byte, b *outcomeBatch) *httpError {
 	w := newJSONWalker(body)
-	err := w.object(func(key string) error {
+	err := w.each('{', func(_ int, key string) error {
 		if key != "outcomes" {
 			return w.skip()
 		}
 		var o legacyOutcome
-		return w.array(func(i int) error {
+		return w.each('[', func(i int, _ string) error {
 			o = legacyOutcome{Quantity: 1}
 			if err := w.dec.Decode(&o); err != nil {
 				return fmt.Errorf("outcome %d: %w", i, err)
@@ -264,11 +240,11 @@ func readLegacyBatch(body []byte, b *outcomeBatch) *httpError {
 // readMetricsBatch reads a metrics endpoint batch {"buckets": {key: [...]}}.
 func readMetricsBatch(body []byte, b *outcomeBatch) *httpError {
 	w := newJSONWalker(body)
-	err := w.object(func(key string) error {
+	err := w.each('{', func(_ int, key string) error {
 		if key != "buckets" {
 			return w.skip()
 		}
-		return w.object(func(projectKey string) error {
+		return w.each('{', func(_ int, projectKey string) error {
 			if err := w.bucketList(b); err != nil {
 				return fmt.Errorf("project key %s: %w", clipReason(projectKey), err)
 			}
