@@ -126,7 +126,7 @@ func (s *Server) challenge(w http.ResponseWriter, req *http.Request, c *counters
 	if e := s.verifySignature(req, c, pub, body, s.cfg.RegistrationMaxAge); e != nil {
 		return e
 	}
-	token, err := relayauth.MintToken(s.cfg.TokenSecret, cr.RelayID, pub, s.now(), nil)
+	token, err := relayauth.MintToken(s.cfg.TokenSecret, cr.RelayID, pub, s.cfg.Now(), nil)
 	if err != nil {
 		return newError(http.StatusBadRequest, "bad_relay_id", "cannot mint a token", err.Error())
 	}
@@ -142,7 +142,7 @@ func (s *Server) response(w http.ResponseWriter, req *http.Request, c *counters)
 		return e
 	}
 	defer s.releaseBody(held)
-	st, err := relayauth.ValidateToken(s.cfg.TokenSecret, rr.Token, s.cfg.RegistrationMaxAge, s.now())
+	st, err := relayauth.ValidateToken(s.cfg.TokenSecret, rr.Token, s.cfg.RegistrationMaxAge, s.cfg.Now())
 	if err != nil {
 		reason := "bad_token"
 		if errors.Is(err, relayauth.ErrExpired) {

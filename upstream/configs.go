@@ -193,7 +193,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 	if len(q.PublicKeys) > 0 {
 		c.cfgProject.Add(1)
 	}
-	now := s.now()
+	now := s.cfg.Now()
 	for i, key := range q.PublicKeys {
 		idx, ok := s.byKey[key]
 		if !ok {

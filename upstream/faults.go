@@ -181,7 +181,7 @@ func (s *Server) SetFaults(f Faults) error {
 	}
 	f = f.clone()
 	if f.Outage != nil {
-		f.Outage.Until = s.now().Add(time.Duration(f.Outage.Duration))
+		f.Outage.Until = s.cfg.Now().Add(time.Duration(f.Outage.Duration))
 	}
 	s.faults.Store(&faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop})
 	return nil
@@ -190,7 +190,7 @@ func (s *Server) SetFaults(f Faults) error {
 // Faults returns the faults in effect (an outage that has ended is omitted).
 func (s *Server) Faults() Faults {
 	f := s.faults.Load().f.clone()
-	if f.Outage != nil && !s.now().Before(f.Outage.Until) {
+	if f.Outage != nil && !s.cfg.Now().Before(f.Outage.Until) {
 		f.Outage = nil
 	}
 	return f
@@ -239,7 +239,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 	}
 	f := &st.f
 	if o := f.Outage; o != nil {
-		if now := s.now(); now.Before(o.Until) {
+		if now := s.cfg.Now(); now.Before(o.Until) {
 			c.faultsInjected.add("outage_" + o.Mode)
 			switch o.Mode {
 			case OutageRefuse:

@@ -48,13 +48,6 @@ type httpLimits struct {
 	minWriteRate int64
 }
 
-func defaultHTTPLimits() httpLimits {
-	return httpLimits{
-		bodyTimeout: HTTPBodyTimeout, bodyGrace: HTTPBodyGrace, minBodyRate: HTTPMinBodyRate,
-		writeTimeout: HTTPWriteTimeout, minWriteRate: HTTPMinWriteRate,
-	}
-}
-
 // atRate is how long n bytes take at rate bytes/s, for any int64 n.
 func atRate(n, rate int64) time.Duration {
 	if n <= 0 || rate <= 0 {
@@ -97,7 +90,7 @@ func (w *statusWriter) startWriteDeadline() {
 // extendWriteDeadline moves the answer's deadline to what total bytes may
 // take, counted from its first byte.
 func (w *statusWriter) extendWriteDeadline(total int64) {
-	if d, ok := w.ResponseWriter.(writeDeadliner); ok && w.lim != nil {
+	if d, ok := w.ResponseWriter.(writeDeadliner); ok {
 		_ = d.SetWriteDeadline(w.writeStart.Add(w.lim.writeTimeout + atRate(total, w.lim.minWriteRate)))
 	}
 }

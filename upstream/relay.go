@@ -55,7 +55,7 @@ func (s *Server) verifySignature(req *http.Request, c *counters, pub relayauth.P
 	if sig == "" {
 		return newError(http.StatusUnauthorized, "missing_signature", "missing X-Sentry-Relay-Signature header")
 	}
-	if err := pub.Verify(data, sig, maxAge, s.now()); err != nil {
+	if err := pub.Verify(data, sig, maxAge, s.cfg.Now()); err != nil {
 		return signatureError(err)
 	}
 	c.sigVerified.Add(1)

@@ -131,7 +131,6 @@ type Server struct {
 	hs      *http.Server
 	cfg     Config
 	started time.Time
-	now     func() time.Time
 
 	stats atomic.Pointer[counters]
 
@@ -170,11 +169,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := cfg.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", cmp.Or(cfg.Addr, "127.0.0.1:0"))
 	if err != nil {
 		return nil, configerr.Wrap("Addr", err)
 	}
@@ -236,7 +231,6 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:          cfg,
-		now:          cfg.Now,
 		started:      cfg.Now(),
 		byKey:        projects.NewIndex(cfg.Projects),
 		byID:         make(map[int64]int, len(cfg.Projects)),
@@ -245,8 +239,9 @@ func newServer(cfg Config) (*Server, error) {
 		rng:          mrand.New(mrand.NewPCG(cfg.Seed, 0x6661756c7473)),
 		slots:        make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
 		readSlots:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
-		limits:       defaultHTTPLimits(),
-		routes:       newRouter(),
+		limits: httpLimits{bodyTimeout: HTTPBodyTimeout, bodyGrace: HTTPBodyGrace, minBodyRate: HTTPMinBodyRate,
+			writeTimeout: HTTPWriteTimeout, minWriteRate: HTTPMinWriteRate},
+		routes: newRouter(),
 	}
 	for i, p := range cfg.Projects {
 		if _, dup := s.byID[p.ID]; dup {
@@ -299,7 +294,7 @@ const resetWait = 2 * time.Second
 // finished counting into it (waiting up to 2 s): the returned snapshot plus
 // later ones account for every request.
 func (s *Server) ResetStats() Stats {
-	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.now()))
+	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.cfg.Now()))
 	deadline := time.Now().Add(resetWait)
 	for old.inflight.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Microsecond)

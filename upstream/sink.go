@@ -22,7 +22,7 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 	if req.Method != http.MethodPost {
 		return methodNotAllowed(req)
 	}
-	at := s.now()
+	at := s.cfg.Now()
 	enc, e := parseEncoding(req)
 	if e != nil {
 		return e

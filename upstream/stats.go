@@ -421,7 +421,7 @@ const topProjects = 20
 // read one by one while requests may still be counting into them, so a
 // snapshot taken under load is not of a single instant.
 func (c *counters) snapshot(s *Server) Stats {
-	now := s.now() // the clock s.started and c.started were read from
+	now := s.cfg.Now() // the clock s.started and c.started were read from
 	st := Stats{
 		UptimeSeconds:     now.Sub(s.started).Seconds(),
 		SinceResetSeconds: now.Sub(c.started).Seconds(),
