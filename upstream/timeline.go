@@ -15,7 +15,6 @@ type timeline struct {
 	start   time.Time
 	seconds [TimelineSeconds]atomic.Int64
 	later   atomic.Int64
-	last    atomic.Int64 // highest second index with an arrival, +1
 }
 
 func (t *timeline) add(now time.Time) {
@@ -28,12 +27,6 @@ func (t *timeline) add(now time.Time) {
 		return
 	}
 	t.seconds[sec].Add(1)
-	for {
-		l := t.last.Load()
-		if l > sec || t.last.CompareAndSwap(l, sec+1) {
-			return
-		}
-	}
 }
 
 // Timeline is the data envelopes (Stats.DataEnvelopes) received per second
@@ -49,7 +42,10 @@ type Timeline struct {
 }
 
 func (t *timeline) snapshot() Timeline {
-	n := t.last.Load()
+	n := len(t.seconds)
+	for n > 0 && t.seconds[n-1].Load() == 0 {
+		n--
+	}
 	out := Timeline{Start: t.start, Envelopes: make([]int64, n), Later: t.later.Load()}
 	for i := range out.Envelopes {
 		out.Envelopes[i] = t.seconds[i].Load()
