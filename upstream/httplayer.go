@@ -243,7 +243,6 @@ type httpLayerCounters struct {
 // HTTPLayer counts what Go's HTTP server did on connections before (or
 // instead of) a handler, and the answers it cut.
 type HTTPLayer struct {
-	// Connections accepted.
 	Connections int64 `json:"connections" prom:"http_connections_total" help:"Connections accepted."`
 	// ClosedBeforeRequest: closed without sending a byte (clients' spare
 	// connections do this too).
@@ -258,9 +257,8 @@ type HTTPLayer struct {
 	Rejected map[string]int64 `json:"rejected" prom:"http_layer_rejected_total,status" help:"Requests answered by Go's HTTP server itself, by status."`
 	// WriteTimeouts: connections whose answer missed its write deadline
 	// (the client did not read it in time).
-	WriteTimeouts int64 `json:"write_timeouts" prom:"http_write_timeouts_total" help:"Connections whose answer missed its write deadline."`
-	// ErrorLog: lines net/http logged, by class.
-	ErrorLog map[string]int64 `json:"error_log" prom:"http_error_log_total,class" help:"Lines of Go's HTTP server error log, by class."`
+	WriteTimeouts int64            `json:"write_timeouts" prom:"http_write_timeouts_total" help:"Connections whose answer missed its write deadline."`
+	ErrorLog      map[string]int64 `json:"error_log" prom:"http_error_log_total,class" help:"Lines of Go's HTTP server error log, by class."`
 }
 
 func (h *httpLayerCounters) snapshot() HTTPLayer {

@@ -385,8 +385,7 @@ type Outcomes struct {
 	ByCategory map[string]int64 `json:"by_category"`
 	ByReason   map[string]int64 `json:"by_reason"`
 	Rows       []OutcomeRow     `json:"rows"`
-	// Messages counts the carriers outcomes arrived in, by source.
-	Messages map[string]int64 `json:"messages" prom:"outcome_messages_total,source" help:"Outcome carriers by source."`
+	Messages   map[string]int64 `json:"messages" prom:"outcome_messages_total,source" help:"Outcome carriers by source."`
 	// Folded counts the records that found the table full (2000 rows) and
 	// went to a row of reason "other": their quantities are in the rows.
 	Folded int64 `json:"folded" prom:"outcomes_folded_total" help:"Outcome records folded into a reason \"other\" row because the outcome table was full."`
@@ -403,9 +402,8 @@ type OutcomeRow struct {
 
 // Canaries reports PII canaries found in forwarded payloads.
 type Canaries struct {
-	ItemsScanned int64 `json:"items_scanned" prom:"canary_items_scanned_total" help:"Items scanned for PII canaries."`
-	// Leaks: canaries that survived scrubbing, by kind name.
-	Leaks map[string]int64 `json:"leaks" prom:"canary_leaks_total,kind" help:"PII canaries that survived scrubbing, by kind."`
+	ItemsScanned int64            `json:"items_scanned" prom:"canary_items_scanned_total" help:"Items scanned for PII canaries."`
+	Leaks        map[string]int64 `json:"leaks" prom:"canary_leaks_total,kind" help:"PII canaries that survived scrubbing, by kind."`
 	// KeptFound: negative controls found (expected to survive).
 	KeptFound map[string]int64 `json:"kept_found" prom:"canary_kept_found_total,kind" help:"Negative-control canaries found, by kind."`
 	// Found: every marker found, by kind (leaked or properly masked).
