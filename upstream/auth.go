@@ -56,9 +56,28 @@ func (s *Server) registrationBody(req *http.Request, c *counters, rr *registrati
 	})
 }
 
-// signedQuery reads a signed JSON query body and authenticates the relay.
-func (s *Server) signedQuery(req *http.Request, c *counters) (body []byte, held heldBody, e *httpError) {
+// signedBody reads a POST body signed by a registered relay.
+func (s *Server) signedBody(req *http.Request, c *counters) (body []byte, held heldBody, e *httpError) {
 	return s.postBody(req, c, func(body []byte) *httpError { return s.authRelay(req, c, body) })
+}
+
+// maxQueryBytes bounds the decoded body of a config or public-key query,
+// far above Relay's largest: decoding millions of tiny keys costs many
+// times the body in memory.
+const maxQueryBytes = 1 << 20
+
+// signedQuery reads a signed JSON query (what: for the answer) into q.
+func (s *Server) signedQuery(req *http.Request, c *counters, q any, what string) *httpError {
+	body, held, e := s.signedBody(req, c)
+	if e != nil {
+		return e
+	}
+	defer s.releaseBody(held)
+	if len(body) > maxQueryBytes {
+		return newError(http.StatusRequestEntityTooLarge, "too_large_query", what+" too large",
+			fmt.Sprintf("%d bytes > limit %d", len(body), maxQueryBytes))
+	}
+	return decodeJSON(body, q, what)
 }
 
 func relayStop(detail string) *httpError {
@@ -175,15 +194,10 @@ type publicKeyInfo struct {
 // handlePublicKeys answers a downstream relay's key lookup (docs/protocol.md,
 // Public keys).
 func (s *Server) handlePublicKeys(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	body, held, e := s.signedQuery(req, c)
-	if e != nil {
-		return e
-	}
-	defer s.releaseBody(held)
 	var q struct {
 		RelayIDs []string `json:"relay_ids"`
 	}
-	if e := decodeQuery(body, &q, "publickeys request"); e != nil {
+	if e := s.signedQuery(req, c, &q, "publickeys request"); e != nil {
 		return e
 	}
 	if len(q.RelayIDs) > MaxKeysPerRequest {

@@ -264,20 +264,6 @@ func (s *Server) releaseBody(held heldBody) {
 	<-s.slots
 }
 
-// maxQueryBytes bounds the decoded body of a config or public-key query,
-// far above Relay's largest: decoding millions of tiny keys costs many
-// times the body in memory.
-const maxQueryBytes = 1 << 20
-
-// decodeQuery decodes a project-config or public-key query body into v.
-func decodeQuery(body []byte, v any, what string) *httpError {
-	if len(body) > maxQueryBytes {
-		return newError(http.StatusRequestEntityTooLarge, "too_large_query", what+" too large",
-			fmt.Sprintf("%d bytes > limit %d", len(body), maxQueryBytes))
-	}
-	return decodeJSON(body, v, what)
-}
-
 // decodeJSON decodes a JSON request body into v.
 func decodeJSON(body []byte, v any, what string) *httpError {
 	if err := json.Unmarshal(body, v); err != nil {

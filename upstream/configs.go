@@ -161,20 +161,15 @@ type configsResponse struct {
 // handleProjectConfigs serves project and global config requests
 // (docs/protocol.md, Project configs and The global config).
 func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	body, held, e := s.signedQuery(req, c)
-	if e != nil {
+	var q configsRequest
+	if e := s.signedQuery(req, c, &q, "projectconfigs request"); e != nil {
 		return e
 	}
-	defer s.releaseBody(held)
 	version := req.URL.Query().Get("version")
 	switch version {
 	case "2", "3", "4":
 	default:
 		return newError(http.StatusBadRequest, "bad_config_version", "unsupported projectconfigs version", "want version=3, got "+version)
-	}
-	var q configsRequest
-	if e := decodeQuery(body, &q, "projectconfigs request"); e != nil {
-		return e
 	}
 	if len(q.PublicKeys) > MaxKeysPerRequest {
 		return newError(http.StatusBadRequest, "too_many_keys", "too many public keys",

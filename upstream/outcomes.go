@@ -50,7 +50,7 @@ func clipReason(r string) string {
 // batch or a metrics-endpoint batch (http.global_metrics, signed over the
 // decoded body): it reads it with read and counts it once read in full.
 func (s *Server) outcomeQuery(w http.ResponseWriter, req *http.Request, c *counters, src int, read func([]byte, *outcomeBatch) *httpError) *httpError {
-	body, held, e := s.signedQuery(req, c)
+	body, held, e := s.signedBody(req, c)
 	if e != nil {
 		return e
 	}
