@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/relayload/relayload/projects"
 )
 
@@ -214,4 +217,149 @@ func (s *Server) handleProjects(w *statusWriter, req *http.Request) *httpError {
 		buf = buf[:0]
 	}
 	return nil
+}
+
+// routeTable is the routing table, in chi patterns. A route matches every
+// method, so a wrong one is answered 405 by its handler, after faults.
+// Relay's routes are exact; {projectID} must be 1–18 digits.
+var routeTable = [...]struct {
+	pattern string
+	route   int
+}{
+	{"/api/0/relays/register/challenge/", routeChallenge},
+	{"/api/0/relays/register/response/", routeResponse},
+	{"/api/0/relays/projectconfigs/", routeProjectConfigs},
+	{"/api/0/relays/publickeys/", routePublicKeys},
+	{"/api/0/relays/metrics/", routeMetrics},
+	{"/api/0/relays/outcomes/", routeOutcomes},
+	{"/api/0/relays/live/", routeLive},
+	{"/api/{projectID}/envelope/", routeEnvelope},
+	{"/api/{projectID}/store/", routeStore},
+	{"/stats", routeStats},
+	{"/stats/", routeStats},
+	{"/stats/reset", routeStatsReset},
+	{"/stats/reset/", routeStatsReset},
+	{"/projects", routeProjects},
+	{"/projects/", routeProjects},
+	{"/control", routeControl},
+	{"/control/", routeControl},
+}
+
+// router classifies request paths with chi's routing tree, through
+// Mux.Find and a pooled chi.Context: Mux.ServeHTTP would allocate a request
+// copy per request (TestSinkHandlerAllocs, BenchmarkRouteLookup).
+type router struct {
+	mux   *chi.Mux
+	route map[string]int // pattern → route
+	ctxs  sync.Pool      // *chi.Context
+}
+
+// matched is the handler chi holds for every pattern (never called).
+var matched = http.NotFoundHandler()
+
+func newRouter() *router {
+	rt := &router{mux: chi.NewMux(), route: make(map[string]int, len(routeTable))}
+	for _, e := range routeTable {
+		rt.mux.Handle(e.pattern, matched)
+		rt.route[e.pattern] = e.route
+	}
+	rt.ctxs.New = func() any { return chi.NewRouteContext() }
+	return rt
+}
+
+// lookup returns the route of a request path; projectID is set for the
+// envelope and store routes.
+func (rt *router) lookup(path string) (r int, projectID string) {
+	rctx := rt.ctxs.Get().(*chi.Context)
+	rctx.Reset()
+	// Every pattern takes every method; Find with GET also routes methods
+	// chi does not know (PROPFIND), for a 405.
+	r, ok := rt.route[rt.mux.Find(rctx, http.MethodGet, path)]
+	if !ok {
+		r = routeNotFound
+	}
+	if r == routeEnvelope || r == routeStore {
+		projectID = rctx.URLParam("projectID")
+		if !isDigits(projectID) {
+			r, projectID = routeNotFound, ""
+		}
+	}
+	rt.ctxs.Put(rctx)
+	return r, projectID
+}
+
+// isDigits reports whether s is 1–18 decimal digits: a project id that fits
+// an int64.
+func isDigits(s string) bool {
+	return len(s) > 0 && len(s) <= 18 && strings.TrimLeft(s, "0123456789") == ""
+}
+
+// apiError is Relay's error body (relay-server ApiErrorResponse): Relay reads
+// "detail" and "causes" for logging and honours "relay":"stop" on a 403.
+type apiError struct {
+	Detail string   `json:"detail"`
+	Causes []string `json:"causes"`
+	Relay  string   `json:"relay,omitempty"`
+}
+
+// httpError is an error answer: status, counted reason, and body.
+type httpError struct {
+	status int
+	reason string // key in Stats.Errors
+	body   apiError
+}
+
+func newError(status int, reason, detail string, causes ...string) *httpError {
+	if causes == nil {
+		causes = []string{}
+	}
+	return &httpError{status: status, reason: reason, body: apiError{Detail: detail, Causes: causes}}
+}
+
+func (e *httpError) Error() string { return e.reason + ": " + e.body.Detail }
+
+// writeJSON writes v as a JSON response with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"detail":"internal error encoding the response","causes":[]}`)
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = contentLength(len(b))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+var jsonContentType = []string{"application/json"}
+
+// smallLengths are shared Content-Length values, so that small answers
+// allocate no header slice.
+var smallLengths = func() (t [256][]string) {
+	for i := range t {
+		t[i] = []string{strconv.Itoa(i)}
+	}
+	return t
+}()
+
+func contentLength(n int) []string {
+	if n < len(smallLengths) {
+		return smallLengths[n]
+	}
+	return []string{strconv.Itoa(n)}
+}
+
+// writeError answers with e and counts it in c. An error of status 0 (the
+// client is gone) is counted only: there is nobody to answer.
+func (s *Server) writeError(w http.ResponseWriter, c *counters, e *httpError) {
+	c.errors.add(e.reason)
+	if e.status == 0 {
+		return
+	}
+	writeJSON(w, e.status, e.body)
 }
