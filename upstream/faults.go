@@ -395,14 +395,11 @@ func (f Faults) With(g Faults) Faults {
 // what every client gets and are not authenticated.
 func (s *Server) controlRefused(req *http.Request) *httpError {
 	nets := s.cfg.ControlFrom
-	ap, err := netip.ParseAddrPort(req.RemoteAddr)
-	if err == nil {
+	if ap, err := netip.ParseAddrPort(req.RemoteAddr); err == nil {
 		// Prefixes hold no zone and match no IPv4-mapped IPv6 address.
 		ip := ap.Addr().Unmap().WithZone("")
-		for _, p := range nets {
-			if p.Contains(ip) {
-				return nil
-			}
+		if slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(ip) }) {
+			return nil
 		}
 	}
 	return newError(http.StatusForbidden, "control_forbidden",

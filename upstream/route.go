@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,10 +182,7 @@ func (s *Server) handleProjects(w *statusWriter, req *http.Request) *httpError {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return methodNotAllowed(req)
 	}
-	origin := req.URL.Query().Get("origin")
-	if origin == "" {
-		origin = "http://" + req.Host
-	}
+	origin := cmp.Or(req.URL.Query().Get("origin"), "http://"+req.Host)
 	// The origin alone decides whether a DSN can be made.
 	if _, err := s.cfg.Projects[0].DSN(origin); err != nil {
 		return newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error())
