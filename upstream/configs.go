@@ -228,6 +228,11 @@ func (s *Server) isPending(idx int, now time.Time) bool {
 	return now.Sub(first) < s.cfg.PendingFor
 }
 
+// blastKindCategories are the data categories of blast's kind names, for a
+// hint when a quota names a kind.
+var blastKindCategories = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session",
+	"logs": "log_item", "checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}
+
 // checkQuota checks that a quota is a JSON object whose categories, if
 // given, are data categories Relay knows: a quota naming any other matches
 // nothing in Relay.
@@ -239,26 +244,14 @@ func checkQuota(q json.RawMessage) error {
 		return fmt.Errorf("not a JSON object: %w", err)
 	}
 	for _, c := range obj.Categories {
-		if err := checkCategory(c); err != nil {
-			return err
+		if slices.Contains(categoryNames[:], c) {
+			continue
 		}
+		hint := ""
+		if cat, ok := blastKindCategories[c]; ok {
+			hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, cat)
+		}
+		return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 	}
 	return nil
-}
-
-// blastKindCategories are the data categories of blast's kind names.
-var blastKindCategories = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session",
-	"logs": "log_item", "checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}
-
-// checkCategory accepts the data-category names Relay knows; blast's kind
-// names get a hint.
-func checkCategory(c string) error {
-	if slices.Contains(categoryNames[:], c) {
-		return nil
-	}
-	hint := ""
-	if cat, ok := blastKindCategories[c]; ok {
-		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, cat)
-	}
-	return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 }
