@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,7 +173,7 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 func (s *Server) scanCanaries(c *counters, payload []byte) {
 	c.scannedItems.Add(1)
 	canary.Scan(payload, func(f canary.Finding) {
-		i := canaryIndex(f.Kind.Code)
+		i := slices.Index(canaryKinds, f.Kind)
 		if i < 0 {
 			return
 		}

@@ -158,10 +158,6 @@ var (
 	}()
 )
 
-func canaryIndex(code string) int {
-	return slices.IndexFunc(canaryKinds, func(k canary.Kind) bool { return k.Code == code })
-}
-
 func newCounters(nProjects int, now time.Time) *counters {
 	c := &counters{
 		started:       now,
