@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -192,11 +193,8 @@ func (s *Server) scanCanaries(c *counters, payload []byte) {
 
 // sentryKeyOf finds sentry_key in X-Sentry-Auth, Authorization or the query.
 func sentryKeyOf(auth, authz, rawQuery string) string {
-	if auth != "" {
-		return projects.ParseAuthKey(auth)
-	}
-	if authz != "" {
-		return projects.ParseAuthKey(authz)
+	if h := cmp.Or(auth, authz); h != "" {
+		return projects.ParseAuthKey(h)
 	}
 	if rawQuery != "" {
 		q, _ := url.ParseQuery(rawQuery)
