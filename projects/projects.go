@@ -102,13 +102,13 @@ func NewIndex(ps []Project) Index {
 }
 
 // ParseAuthKey extracts sentry_key from an X-Sentry-Auth or "Authorization:
-// Sentry …" value. It returns "" when there is none.
+// Sentry …" value, without allocating. It returns "" when there is none.
 func ParseAuthKey(h string) string {
 	const prefix = "sentry "
 	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return ""
 	}
-	for _, part := range strings.Split(h[len(prefix):], ",") {
+	for part := range strings.SplitSeq(h[len(prefix):], ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if ok && strings.TrimSpace(k) == "sentry_key" {
 			return strings.TrimSpace(v)

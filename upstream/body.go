@@ -32,7 +32,7 @@ func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpErr
 	if n >= 0 && n < first {
 		first = n
 	}
-	bp = s.getBuf()
+	bp = s.bufs.Get().(*[]byte)
 	if int64(cap(*bp)) < first {
 		*bp = make([]byte, 0, first)
 	}
@@ -52,12 +52,7 @@ func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpErr
 		s.putBuf(bp)
 		return nil, false, clientGone("while waiting for a large-body slot")
 	}
-	if n >= 0 {
-		err = s.readRest(req.Body, bp, int(n), conn)
-	} else {
-		err = s.readRestChunked(req.Body, bp, conn)
-	}
-	if err != nil {
+	if err = s.readRest(req.Body, bp, int(n), conn); err != nil {
 		s.putBuf(bp)
 		<-s.readSlots
 		if errors.Is(err, errTooLargeWire) {
@@ -91,66 +86,46 @@ func readUpTo(r io.Reader, b []byte, limit int) ([]byte, error) {
 // bodyChunk is how much of a large body is read under one deadline.
 const bodyChunk = 64 << 10
 
-// rateDeadline is when a large body, whose read slot was taken at t0, must
-// have delivered `got` bytes past its first BodyPreSlotBytes.
-func (s *Server) rateDeadline(t0 time.Time, got int) time.Time {
-	return t0.Add(s.limits.bodyGrace + atRate(int64(got), s.limits.minBodyRate))
-}
+// errTooLargeWire: a body of unknown length ran past MaxWireBytes.
+var errTooLargeWire = errors.New("body over the wire cap")
 
-// readRest reads the rest of a body of known length n into *bp (which holds
-// its start), at the minimum rate.
+// readRest reads the rest of a body into *bp (which holds its start), at
+// the minimum rate from now: n bytes in all, or, for n < 0 (chunked), up to
+// its end and no further than one byte past the wire cap.
 func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
-	if cap(*bp) < n {
+	limit := n
+	if n < 0 {
+		limit = int(s.cfg.MaxWireBytes) + 1
+	} else if cap(*bp) < n {
 		// Grow the pooled buffer in place: putting it back and taking
 		// another would grow the pool with the request count
 		// (TestBodyBuffersBoundedByInflight).
-		b := make([]byte, len(*bp), n)
-		copy(b, *bp)
-		*bp = b
+		*bp = append(make([]byte, 0, n), *bp...)
 	}
 	b := *bp
 	t0, start := time.Now(), len(b)
-	for len(b) < n {
-		end := min(len(b)+bodyChunk, n)
-		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
-		m, err := io.ReadFull(r, b[len(b):end])
+	for len(b) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		end := min(cap(b), limit, len(b)+bodyChunk)
+		setBodyDeadline(conn, t0.Add(s.limits.bodyGrace+atRate(int64(end-start), s.limits.minBodyRate)))
+		m, err := r.Read(b[len(b):end])
 		b = b[:len(b)+m]
 		*bp = b
-		if err != nil {
+		switch {
+		case n < 0 && len(b) == limit:
+			return errTooLargeWire
+		case err == nil || len(b) == n:
+		case n < 0 && errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, io.EOF):
+			return io.ErrUnexpectedEOF
+		default:
 			return err
 		}
 	}
 	return nil
-}
-
-// errTooLargeWire: a body of unknown length ran past MaxWireBytes.
-var errTooLargeWire = errors.New("body over the wire cap")
-
-// readRestChunked reads the rest of a body of unknown length into *bp, up
-// to the wire cap plus one byte, at the minimum rate.
-func (s *Server) readRestChunked(r io.Reader, bp *[]byte, conn net.Conn) error {
-	b := *bp
-	limit := int(s.cfg.MaxWireBytes)
-	t0, start := time.Now(), len(b)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		end := min(cap(b), limit+1, len(b)+bodyChunk)
-		setBodyDeadline(conn, s.rateDeadline(t0, end-start))
-		m, err := r.Read(b[len(b):end])
-		b = b[:len(b)+m]
-		*bp = b
-		if len(b) > limit {
-			return errTooLargeWire
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // bodyReadError answers a body that could not be read: 408 when it did
@@ -171,50 +146,12 @@ func clientGone(when string) *httpError {
 // maxPooledBuf keeps huge one-off bodies from pinning memory in the pool.
 const maxPooledBuf = 1 << 20
 
-func (s *Server) getBuf() *[]byte {
-	if v := s.bufs.Get(); v != nil {
-		return v.(*[]byte)
-	}
-	b := make([]byte, 0, 16<<10)
-	return &b
-}
-
 func (s *Server) putBuf(bp *[]byte) {
 	if cap(*bp) > maxPooledBuf {
 		return
 	}
 	*bp = (*bp)[:0]
 	s.bufs.Put(bp)
-}
-
-// decodeBody undoes Content-Encoding. For identity the body is returned as
-// is (out is untouched).
-func (s *Server) decodeBody(c *counters, enc compression.Encoding, body []byte, out *[]byte) ([]byte, *httpError) {
-	var decoded []byte
-	if enc == compression.Identity {
-		if int64(len(body)) > s.cfg.MaxDecodedBytes {
-			return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large",
-				fmt.Sprintf("%d bytes > limit %d", len(body), s.cfg.MaxDecodedBytes))
-		}
-		decoded = body
-	} else {
-		var err error
-		decoded, err = s.dec.Decode(enc, body, (*out)[:0])
-		if cap(decoded) >= cap(*out) {
-			*out = decoded[:0]
-		}
-		if err != nil {
-			if errors.Is(err, compression.ErrTooLarge) {
-				return nil, newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large", err.Error())
-			}
-			return nil, newError(http.StatusBadRequest, "bad_compression", "body does not decode as "+string(enc), err.Error())
-		}
-	}
-	i := encodingIndex(enc)
-	c.encRequests[i].Add(1)
-	c.encWire[i].Add(int64(len(body)))
-	c.encDecoded[i].Add(int64(len(decoded)))
-	return decoded, nil
 }
 
 // parseEncoding reads Content-Encoding from all its header lines: an
@@ -232,32 +169,27 @@ func parseEncoding(req *http.Request) (compression.Encoding, *httpError) {
 }
 
 // readDecoded reads a request body and undoes its Content-Encoding; the
-// caller must call release when done with body.
-func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, release func(), e *httpError) {
+// caller gives back what it holds with s.releaseBody(held).
+func (s *Server) readDecoded(req *http.Request, c *counters) (body []byte, held heldBody, e *httpError) {
 	enc, e := parseEncoding(req)
 	if e != nil {
-		return nil, nil, e
+		return nil, heldBody{}, e
 	}
-	body, held, e := s.readDecodedAs(req, c, enc)
-	if e != nil {
-		return nil, nil, e
-	}
-	return body, func() { s.releaseBody(held) }, nil
+	return s.readDecodedAs(req, c, enc)
 }
 
-// heldBody is what readDecodedAs holds until releaseBody: the pooled
-// buffer the body aliases, an ingest slot and maybe a read slot.
+// heldBody is what readDecoded holds until releaseBody: the pooled buffer
+// the body aliases, an ingest slot and maybe a read slot.
 type heldBody struct {
 	buf   *[]byte
 	large bool
 	wire  int // the body's length as received
 }
 
-// readDecodedAs is readDecoded for a parsed Content-Encoding, without a
-// closure so the sink allocates nothing. It takes an ingest slot only once
-// the whole body is in, dropping the request (client_gone) if its client
-// has gone; an encoded body's wire buffer and read slot go back once it is
-// decoded, the rest with s.releaseBody(held).
+// readDecodedAs is readDecoded for a parsed Content-Encoding. It takes an
+// ingest slot only once the whole body is in, dropping the request
+// (client_gone) if its client has gone; an encoded body's wire buffer and
+// read slot go back once it is decoded, the rest with s.releaseBody(held).
 func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.Encoding) (body []byte, held heldBody, e *httpError) {
 	bp, large, e := s.readBody(req)
 	if e != nil {
@@ -271,21 +203,37 @@ func (s *Server) readDecodedAs(req *http.Request, c *counters, enc compression.E
 		return nil, heldBody{}, e
 	}
 	held = heldBody{buf: bp, large: large, wire: len(*bp)}
-	if enc == compression.Identity {
-		body, e = s.decodeBody(c, enc, *bp, nil)
-	} else {
-		held.buf = s.getBuf()
-		body, e = s.decodeBody(c, enc, *bp, held.buf)
+	body = *bp
+	if enc != compression.Identity {
+		held.buf = s.bufs.Get().(*[]byte)
+		var err error
+		body, err = s.dec.Decode(enc, *bp, (*held.buf)[:0])
+		if cap(body) >= cap(*held.buf) {
+			*held.buf = body[:0]
+		}
 		s.putBuf(bp)
 		if large {
 			<-s.readSlots
 			held.large = false
 		}
+		switch {
+		case errors.Is(err, compression.ErrTooLarge):
+			e = newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large", err.Error())
+		case err != nil:
+			e = newError(http.StatusBadRequest, "bad_compression", "body does not decode as "+string(enc), err.Error())
+		}
+	} else if int64(len(body)) > s.cfg.MaxDecodedBytes {
+		e = newError(http.StatusRequestEntityTooLarge, "too_large_decoded", "decoded body too large",
+			fmt.Sprintf("%d bytes > limit %d", len(body), s.cfg.MaxDecodedBytes))
 	}
 	if e != nil {
 		s.releaseBody(held)
 		return nil, heldBody{}, e
 	}
+	i := encodingIndex(enc)
+	c.encRequests[i].Add(1)
+	c.encWire[i].Add(int64(held.wire))
+	c.encDecoded[i].Add(int64(len(body)))
 	return body, held, nil
 }
 
@@ -309,27 +257,11 @@ func (s *Server) takeSlot(ctx context.Context) *httpError {
 
 // releaseBody gives back what readDecodedAs holds.
 func (s *Server) releaseBody(held heldBody) {
-	if held.buf != nil {
-		s.putBuf(held.buf)
-	}
+	s.putBuf(held.buf)
 	if held.large {
 		<-s.readSlots
 	}
 	<-s.slots
-}
-
-// maxQueryBytes bounds the decoded body of a config or public-key query,
-// far above Relay's largest: decoding millions of tiny keys costs many
-// times the body in memory.
-const maxQueryBytes = 1 << 20
-
-// decodeQuery decodes a project-config or public-key query body into v.
-func decodeQuery(body []byte, v any, what string) *httpError {
-	if len(body) > maxQueryBytes {
-		return newError(http.StatusRequestEntityTooLarge, "too_large_query", what+" too large",
-			fmt.Sprintf("%d bytes > limit %d", len(body), maxQueryBytes))
-	}
-	return decodeJSON(body, v, what)
 }
 
 // decodeJSON decodes a JSON request body into v.

@@ -11,15 +11,6 @@ import (
 	"time"
 )
 
-// defaultFeatures returns the project features a load test needs: without
-// them a managed Relay drops logs and (older Relays) spans silently.
-func defaultFeatures() []string {
-	return []string{
-		"organizations:ourlogs-ingestion",
-		"organizations:standalone-span-ingestion",
-	}
-}
-
 // DataScrubbing is config.datascrubbingSettings (docs/canaries.md): Sentry's
 // project defaults, so Relay applies its default scrubbing rules.
 type DataScrubbing struct {
@@ -60,21 +51,13 @@ type ProjectState struct {
 	Config         ProjectConfig     `json:"config"`
 }
 
-// inboundFilterSettings are the filters --inbound-filters turns on.
-func inboundFilterSettings() map[string]any {
-	return map[string]any{
-		"webCrawlers":       map[string]any{"isEnabled": true},
-		"legacyBrowsers":    map[string]any{"isEnabled": true, "options": []string{"default"}},
-		"localhost":         map[string]any{"isEnabled": true},
-		"browserExtensions": map[string]any{"isEnabled": true},
-	}
-}
-
 // projectConfig is the config shared by every project.
 func (s *Server) projectConfig() ProjectConfig {
-	features := defaultFeatures()
-	if s.cfg.Features != nil {
-		features = s.cfg.Features
+	features := s.cfg.Features
+	if features == nil {
+		// Without these a managed Relay drops logs and (older Relays) spans
+		// silently.
+		features = []string{"organizations:ourlogs-ingestion", "organizations:standalone-span-ingestion"}
 	}
 	pc := ProjectConfig{
 		AllowedDomains: []string{"*"},
@@ -87,7 +70,9 @@ func (s *Server) projectConfig() ProjectConfig {
 		Quotas:   s.cfg.Quotas,
 	}
 	if s.cfg.InboundFilters {
-		pc.FilterSettings = inboundFilterSettings()
+		on := map[string]any{"isEnabled": true}
+		pc.FilterSettings = map[string]any{"webCrawlers": on, "localhost": on, "browserExtensions": on,
+			"legacyBrowsers": map[string]any{"isEnabled": true, "options": []string{"default"}}}
 	}
 	return pc
 }
@@ -176,20 +161,15 @@ type configsResponse struct {
 // handleProjectConfigs serves project and global config requests
 // (docs/protocol.md, Project configs and The global config).
 func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
-	body, release, e := s.signedQuery(req, c)
-	if e != nil {
+	var q configsRequest
+	if e := s.signedQuery(req, c, &q, "projectconfigs request"); e != nil {
 		return e
 	}
-	defer release()
 	version := req.URL.Query().Get("version")
 	switch version {
 	case "2", "3", "4":
 	default:
 		return newError(http.StatusBadRequest, "bad_config_version", "unsupported projectconfigs version", "want version=3, got "+version)
-	}
-	var q configsRequest
-	if e := decodeQuery(body, &q, "projectconfigs request"); e != nil {
-		return e
 	}
 	if len(q.PublicKeys) > MaxKeysPerRequest {
 		return newError(http.StatusBadRequest, "too_many_keys", "too many public keys",
@@ -200,7 +180,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 		c.cfgGlobal.Add(1)
 		resp.Global = s.globalJSON
 		resp.GlobalStatus = "ready"
-		if st := s.faults.Load(); st != nil && st.f.GlobalPending {
+		if s.faults.Load().f.GlobalPending {
 			resp.GlobalStatus = "pending"
 			c.globalPendingServed.Add(1)
 		}
@@ -208,7 +188,7 @@ func (s *Server) handleProjectConfigs(w http.ResponseWriter, req *http.Request, 
 	if len(q.PublicKeys) > 0 {
 		c.cfgProject.Add(1)
 	}
-	now := s.now()
+	now := s.cfg.Now()
 	for i, key := range q.PublicKeys {
 		idx, ok := s.byKey[key]
 		if !ok {
@@ -248,6 +228,11 @@ func (s *Server) isPending(idx int, now time.Time) bool {
 	return now.Sub(first) < s.cfg.PendingFor
 }
 
+// blastKindCategories are the data categories of blast's kind names, for a
+// hint when a quota names a kind.
+var blastKindCategories = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session",
+	"logs": "log_item", "checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}
+
 // checkQuota checks that a quota is a JSON object whose categories, if
 // given, are data categories Relay knows: a quota naming any other matches
 // nothing in Relay.
@@ -259,26 +244,14 @@ func checkQuota(q json.RawMessage) error {
 		return fmt.Errorf("not a JSON object: %w", err)
 	}
 	for _, c := range obj.Categories {
-		if err := checkCategory(c); err != nil {
-			return err
+		if slices.Contains(categoryNames[:], c) {
+			continue
 		}
+		hint := ""
+		if cat, ok := blastKindCategories[c]; ok {
+			hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, cat)
+		}
+		return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 	}
 	return nil
-}
-
-// blastKindCategories are the data categories of blast's kind names.
-var blastKindCategories = map[string]string{"errors": "error", "transactions": "transaction", "sessions": "session",
-	"logs": "log_item", "checkins": "monitor", "check_in": "monitor", "check-in": "monitor"}
-
-// checkCategory accepts the data-category names Relay knows; blast's kind
-// names get a hint.
-func checkCategory(c string) error {
-	if slices.Contains(categoryNames[:], c) {
-		return nil
-	}
-	hint := ""
-	if cat, ok := blastKindCategories[c]; ok {
-		hint = fmt.Sprintf(" (blast's kind %q is the data category %q)", c, cat)
-	}
-	return fmt.Errorf("unknown data category %q%s; Relay's categories: %s", c, hint, strings.Join(categoryNames[:], ", "))
 }

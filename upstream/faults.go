@@ -2,11 +2,14 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,15 +129,14 @@ func routeIndex(name string) int { return slices.Index(routeNames[:], name) }
 // Validate checks f.
 func (f *Faults) Validate() error {
 	for name, l := range f.Latency {
-		if name != "*" && routeIndex(name) < 0 {
+		switch {
+		case name != "*" && routeIndex(name) < 0:
 			return fmt.Errorf("latency: unknown route %q (want one of %s or *)", name, strings.Join(routeNames[:], ", "))
-		}
-		if l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min {
+		case l.Fixed < 0 || l.Min < 0 || l.Max < 0 || l.Mean < 0 || l.Max > 0 && l.Max < l.Min:
 			return fmt.Errorf("latency %s: durations must be ≥ 0 and max ≥ min", name)
-		}
 		// Bounding each term first keeps the sum from overflowing.
-		if time.Duration(l.Fixed) > maxLatency || time.Duration(l.Min) > maxLatency || time.Duration(l.Max) > maxLatency ||
-			time.Duration(l.Mean) > maxLatency || time.Duration(l.Fixed+max(l.Min, l.Max)) > maxLatency {
+		case time.Duration(l.Fixed) > maxLatency || time.Duration(l.Min) > maxLatency || time.Duration(l.Max) > maxLatency ||
+			time.Duration(l.Mean) > maxLatency || time.Duration(l.Fixed+max(l.Min, l.Max)) > maxLatency:
 			return fmt.Errorf("latency %s: fixed, min, max, mean and fixed + max(min, max) must each be at most %s", name, maxLatency)
 		}
 	}
@@ -142,36 +144,33 @@ func (f *Faults) Validate() error {
 		return fmt.Errorf("inject: %d injections, at most %d", len(f.Inject), MaxInjections)
 	}
 	for i, in := range f.Inject {
-		if in.Route != "*" && routeIndex(in.Route) < 0 {
-			return fmt.Errorf("inject %d: unknown route %q", i, in.Route)
-		}
-		if !(in.Probability >= 0 && in.Probability <= 1) {
-			return fmt.Errorf("inject %d: probability %v not in [0,1]", i, in.Probability)
-		}
-		if in.Reset == (in.Status != 0) {
-			return fmt.Errorf("inject %d: set exactly one of status and reset", i)
-		}
-		if in.Status != 0 && (in.Status < 400 || in.Status > 599) {
-			return fmt.Errorf("inject %d: status %d is not an error status (400..599)", i, in.Status)
-		}
-		if in.RetryAfter < 0 || in.RetryAfter > maxRetryAfter {
-			return fmt.Errorf("inject %d: retry_after %d not in [0, %d] seconds", i, in.RetryAfter, maxRetryAfter)
-		}
-		if in.RateLimits != "" {
-			if err := checkRateLimits(in.RateLimits); err != nil {
-				return fmt.Errorf("inject %d: rate_limits: %w", i, err)
+		var err error
+		switch {
+		case in.Route != "*" && routeIndex(in.Route) < 0:
+			err = fmt.Errorf("unknown route %q", in.Route)
+		case !(in.Probability >= 0 && in.Probability <= 1):
+			err = fmt.Errorf("probability %v not in [0,1]", in.Probability)
+		case in.Reset == (in.Status != 0):
+			err = errors.New("set exactly one of status and reset")
+		case in.Status != 0 && (in.Status < 400 || in.Status > 599):
+			err = fmt.Errorf("status %d is not an error status (400..599)", in.Status)
+		case in.RetryAfter < 0 || in.RetryAfter > maxRetryAfter:
+			err = fmt.Errorf("retry_after %d not in [0, %d] seconds", in.RetryAfter, maxRetryAfter)
+		case in.RateLimits != "":
+			if err = checkRateLimits(in.RateLimits); err != nil {
+				err = fmt.Errorf("rate_limits: %w", err)
 			}
 		}
+		if err != nil {
+			return fmt.Errorf("inject %d: %w", i, err)
+		}
 	}
-	if o := f.Outage; o != nil {
-		switch o.Mode {
-		case OutageRefuse, OutageHang, OutageUnavailable:
-		default:
-			return fmt.Errorf("outage: mode %q, want refuse, hang or unavailable", o.Mode)
-		}
-		if o.Duration <= 0 || time.Duration(o.Duration) > maxOutage {
-			return fmt.Errorf("outage: duration %s not in (0, %s]", time.Duration(o.Duration), maxOutage)
-		}
+	switch o := f.Outage; {
+	case o == nil:
+	case o.Mode != OutageRefuse && o.Mode != OutageHang && o.Mode != OutageUnavailable:
+		return fmt.Errorf("outage: mode %q, want refuse, hang or unavailable", o.Mode)
+	case o.Duration <= 0 || time.Duration(o.Duration) > maxOutage:
+		return fmt.Errorf("outage: duration %s not in (0, %s]", time.Duration(o.Duration), maxOutage)
 	}
 	return nil
 }
@@ -183,29 +182,19 @@ func (s *Server) SetFaults(f Faults) error {
 	}
 	f = f.clone()
 	if f.Outage != nil {
-		f.Outage.Until = s.now().Add(time.Duration(f.Outage.Duration))
+		f.Outage.Until = s.cfg.Now().Add(time.Duration(f.Outage.Duration))
 	}
-	st := &faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop}
-	s.faultMu.Lock()
-	s.faults.Store(st)
-	s.faultMu.Unlock()
+	s.faults.Store(&faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop})
 	return nil
 }
 
 // Faults returns the faults in effect (an outage that has ended is omitted).
 func (s *Server) Faults() Faults {
-	f := s.currentFaults()
-	if f.Outage != nil && !s.now().Before(f.Outage.Until) {
+	f := s.faults.Load().f.clone()
+	if f.Outage != nil && !s.cfg.Now().Before(f.Outage.Until) {
 		f.Outage = nil
 	}
 	return f
-}
-
-func (s *Server) currentFaults() Faults {
-	if st := s.faults.Load(); st != nil {
-		return st.f.clone()
-	}
-	return Faults{}
 }
 
 // clone deep-copies f, so callers never share maps or slices with the
@@ -220,22 +209,24 @@ func (f Faults) clone() Faults {
 	return f
 }
 
-func (s *Server) random() float64 {
-	s.faultMu.Lock()
-	defer s.faultMu.Unlock()
+// random draws from the seeded fault randomness, uniform in [0, 1) or, with
+// exp, exponential with mean 1.
+func (s *Server) random(exp bool) float64 {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	if exp {
+		return s.rng.ExpFloat64()
+	}
 	return s.rng.Float64()
 }
 
 func (s *Server) latency(l Latency) time.Duration {
 	d := time.Duration(l.Fixed + l.Min)
 	if l.Max > l.Min {
-		d += time.Duration(s.random() * float64(l.Max-l.Min))
+		d += time.Duration(s.random(false) * float64(l.Max-l.Min))
 	}
 	if l.Mean > 0 {
-		s.faultMu.Lock()
-		e := s.rng.ExpFloat64()
-		s.faultMu.Unlock()
-		d += min(time.Duration(e*float64(l.Mean)), maxLatency)
+		d += min(time.Duration(s.random(true)*float64(l.Mean)), maxLatency)
 	}
 	return min(d, maxLatency)
 }
@@ -244,13 +235,13 @@ func (s *Server) latency(l Latency) time.Duration {
 // answered the request (or dropped the connection).
 func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c *counters) bool {
 	st := s.faults.Load()
-	if st == nil || !st.active {
+	if !st.active {
 		return false
 	}
 	f := &st.f
 	if o := f.Outage; o != nil {
-		if now := s.now(); now.Before(o.Until) {
-			c.faultsInjected.add("outage_"+o.Mode, 1)
+		if now := s.cfg.Now(); now.Before(o.Until) {
+			c.faultsInjected.add("outage_" + o.Mode)
 			switch o.Mode {
 			case OutageRefuse:
 				resetConnection(w)
@@ -264,40 +255,35 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		}
 	}
 	if f.RelayStop && (r == routeChallenge || r == routeResponse || req.Header.Get("X-Sentry-Relay-Id") != "") {
-		c.faultsInjected.add("relay_stop", 1)
+		c.faultsInjected.add("relay_stop")
 		writeJSON(w, http.StatusForbidden, relayStop("relay stopped (injected)").body)
 		return true
 	}
 	name := routeNames[r]
-	if l, ok := f.Latency[name]; ok {
-		s.sleep(req, s.latency(l))
-	} else if l, ok := f.Latency["*"]; ok {
+	l, ok := f.Latency[name]
+	if !ok {
+		l, ok = f.Latency["*"]
+	}
+	if ok {
 		s.sleep(req, s.latency(l))
 	}
 	for _, in := range f.Inject {
 		if in.Route != "*" && in.Route != name {
 			continue
 		}
-		if in.Probability <= 0 || s.random() >= in.Probability {
+		if in.Probability <= 0 || s.random(false) >= in.Probability {
 			continue
 		}
 		if in.Reset {
-			c.faultsInjected.add("reset", 1)
+			c.faultsInjected.add("reset")
 			resetConnection(w)
 			return true
 		}
-		c.faultsInjected.add(strconv.Itoa(in.Status), 1)
+		c.faultsInjected.add(strconv.Itoa(in.Status))
 		if in.Status == http.StatusTooManyRequests {
-			ra := in.RetryAfter
-			if ra == 0 {
-				ra = 60
-			}
-			w.Header().Set("Retry-After", strconv.Itoa(ra))
-			rl := in.RateLimits
-			if rl == "" {
-				rl = strconv.Itoa(ra) + "::organization:generic"
-			}
-			w.Header().Set("X-Sentry-Rate-Limits", rl)
+			ra := strconv.Itoa(cmp.Or(in.RetryAfter, 60))
+			w.Header().Set("Retry-After", ra)
+			w.Header().Set("X-Sentry-Rate-Limits", cmp.Or(in.RateLimits, ra+"::organization:generic"))
 		}
 		writeJSON(w, in.Status, newError(in.Status, "fault", http.StatusText(in.Status)+" (injected)").body)
 		return true
@@ -336,11 +322,11 @@ func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *coun
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPost, http.MethodPut:
-		body, release, e := s.readDecoded(req, c)
+		body, held, e := s.readDecoded(req, c)
 		if e != nil {
 			return e
 		}
-		defer release()
+		defer s.releaseBody(held)
 		if len(body) > MaxControlBytes {
 			return newError(http.StatusRequestEntityTooLarge, "too_large_control", "faults JSON too large",
 				fmt.Sprintf("%d bytes > limit %d", len(body), MaxControlBytes))
@@ -389,19 +375,42 @@ func checkRateLimits(v string) error {
 // route, its injections come first (the first matching injection wins), its
 // outage replaces f's, and the flags are or-ed.
 func (f Faults) With(g Faults) Faults {
-	out := f.clone()
-	for route, l := range g.Latency {
-		if out.Latency == nil {
-			out.Latency = map[string]Latency{}
-		}
-		out.Latency[route] = l
+	out, g := f.clone(), g.clone()
+	if out.Latency == nil {
+		out.Latency = g.Latency
+	} else {
+		maps.Copy(out.Latency, g.Latency)
 	}
-	out.Inject = append(append([]Injection(nil), g.Inject...), out.Inject...)
+	out.Inject = append(g.Inject, out.Inject...)
 	if g.Outage != nil {
-		o := *g.Outage
-		out.Outage = &o
+		out.Outage = g.Outage
 	}
 	out.GlobalPending = out.GlobalPending || g.GlobalPending
 	out.RelayStop = out.RelayStop || g.RelayStop
 	return out
+}
+
+// controlRefused refuses a request for /control or /stats/reset from a
+// client outside ControlFrom (403, control_forbidden): those routes change
+// what every client gets and are not authenticated.
+func (s *Server) controlRefused(req *http.Request) *httpError {
+	nets := s.cfg.ControlFrom
+	if ap, err := netip.ParseAddrPort(req.RemoteAddr); err == nil {
+		// Prefixes hold no zone and match no IPv4-mapped IPv6 address.
+		ip := ap.Addr().Unmap().WithZone("")
+		if slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(ip) }) {
+			return nil
+		}
+	}
+	return newError(http.StatusForbidden, "control_forbidden",
+		"/control and /stats/reset answer only clients in "+prefixList(nets)+" (fake-upstream --control-from)",
+		"client "+req.RemoteAddr)
+}
+
+func prefixList(nets []netip.Prefix) string {
+	s := make([]string, len(nets))
+	for i, p := range nets {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
 }

@@ -1,13 +1,17 @@
 package upstream
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/relayload/relayload/projects"
 )
 
@@ -30,20 +34,13 @@ func (w *statusWriter) WriteHeader(code int) {
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
-		w.startWriteDeadline()
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
 
 // Unwrap lets http.ResponseController reach the connection (hijack).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// protocolRoute reports whether faults apply to the route: Relay's routes,
-// not /stats, /projects or /control.
-func protocolRoute(r int) bool {
-	return r <= routeLive || r == routeNotFound
-}
 
 // acquire pins the current counter generation for one request, so that it
 // counts entirely into one generation (ResetStats waits for it).
@@ -65,10 +62,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	r, projectID := s.routes.lookup(req.URL.Path)
 	c := s.acquire()
 	defer func() { c.inflight.Add(-1) }() // c changes on /stats/reset
-	w, _ := s.writers.Get().(*statusWriter)
-	if w == nil {
-		w = new(statusWriter)
-	}
+	w := s.writers.Get().(*statusWriter)
 	w.ResponseWriter, w.status, w.lim = rw, 0, &s.limits
 	markServing(req)
 	defer func() {
@@ -91,7 +85,8 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	if s.hook != nil {
 		s.hook(req)
 	}
-	if protocolRoute(r) && s.applyFaults(w, req, r, c) {
+	// Faults apply to Relay's routes, not to /stats, /projects or /control.
+	if (r <= routeLive || r == routeNotFound) && s.applyFaults(w, req, r, c) {
 		return
 	}
 	var e *httpError
@@ -99,17 +94,19 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	case routeEnvelope:
 		e = s.handleEnvelope(w, req, c, projectID)
 	case routeChallenge:
-		e = s.handleChallenge(w, req, c)
+		c.challenges.Add(1)
+		e = c.registration(s.challenge(w, req, c))
 	case routeResponse:
-		e = s.handleResponse(w, req, c)
+		c.responses.Add(1)
+		e = c.registration(s.response(w, req, c))
 	case routeProjectConfigs:
 		e = s.handleProjectConfigs(w, req, c)
 	case routePublicKeys:
 		e = s.handlePublicKeys(w, req, c)
 	case routeMetrics:
-		e = s.handleMetrics(w, req, c)
+		e = s.outcomeQuery(w, req, c, srcMetricsEndpoint, readMetricsBatch)
 	case routeOutcomes:
-		e = s.handleLegacyOutcomes(w, req, c)
+		e = s.outcomeQuery(w, req, c, srcLegacy, readLegacyBatch)
 	case routeLive:
 		writeRawJSON(w, http.StatusOK, []byte(`{"is_healthy":true}`))
 	case routeStats:
@@ -181,53 +178,186 @@ const projectsChunk = 32 << 10
 // handleProjects serves GET /projects: every project with its DSN for the
 // origin, streamed as one JSON array under a write deadline that grows with
 // what was written (HTTPWriteTimeout + size at HTTPMinWriteRate).
-func (s *Server) handleProjects(w http.ResponseWriter, req *http.Request) *httpError {
+func (s *Server) handleProjects(w *statusWriter, req *http.Request) *httpError {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return methodNotAllowed(req)
 	}
-	origin := req.URL.Query().Get("origin")
-	if origin == "" {
-		origin = "http://" + req.Host
-	}
+	origin := cmp.Or(req.URL.Query().Get("origin"), "http://"+req.Host)
 	// The origin alone decides whether a DSN can be made.
 	if _, err := s.cfg.Projects[0].DSN(origin); err != nil {
 		return newError(http.StatusBadRequest, "bad_origin", "bad origin", err.Error())
 	}
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
-	sw, _ := w.(*statusWriter)
 	rc := http.NewResponseController(w)
-	buf := append(make([]byte, 0, projectsChunk+1024), '[')
+	buf := make([]byte, 0, projectsChunk+1024)
 	var written int64
-	flush := func() bool {
-		if sw != nil {
-			sw.extendWriteDeadline(written + int64(len(buf)))
-		}
-		n, err := w.Write(buf)
-		written += int64(n)
-		buf = buf[:0]
-		if err == nil {
-			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
-				err = ferr
-			}
-		}
-		return err == nil
-	}
+	sep := byte('[')
 	for i, p := range s.cfg.Projects {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
+		buf = append(buf, sep)
+		sep = ','
 		dsn, _ := p.DSN(origin)
-		b, err := json.Marshal(ProjectDSN{Project: p, DSN: dsn})
-		if err != nil {
-			return nil // cannot happen: the fields are strings and integers
-		}
+		b, _ := json.Marshal(ProjectDSN{Project: p, DSN: dsn}) // strings and integers: it cannot fail
 		buf = append(buf, b...)
-		if len(buf) >= projectsChunk && !flush() {
+		if i == len(s.cfg.Projects)-1 {
+			buf = append(buf, ']')
+		} else if len(buf) < projectsChunk {
+			continue
+		}
+		written += int64(len(buf))
+		w.extendWriteDeadline(written)
+		if _, err := w.Write(buf); err != nil {
 			return nil // the client did not read in time or has gone
 		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return nil
+		}
+		buf = buf[:0]
 	}
-	buf = append(buf, ']')
-	flush()
 	return nil
+}
+
+// routeTable is the routing table, in chi patterns. A route matches every
+// method, so a wrong one is answered 405 by its handler, after faults.
+// Relay's routes are exact; {projectID} must be 1–18 digits.
+var routeTable = [...]struct {
+	pattern string
+	route   int
+}{
+	{"/api/0/relays/register/challenge/", routeChallenge},
+	{"/api/0/relays/register/response/", routeResponse},
+	{"/api/0/relays/projectconfigs/", routeProjectConfigs},
+	{"/api/0/relays/publickeys/", routePublicKeys},
+	{"/api/0/relays/metrics/", routeMetrics},
+	{"/api/0/relays/outcomes/", routeOutcomes},
+	{"/api/0/relays/live/", routeLive},
+	{"/api/{projectID}/envelope/", routeEnvelope},
+	{"/api/{projectID}/store/", routeStore},
+	{"/stats", routeStats},
+	{"/stats/", routeStats},
+	{"/stats/reset", routeStatsReset},
+	{"/stats/reset/", routeStatsReset},
+	{"/projects", routeProjects},
+	{"/projects/", routeProjects},
+	{"/control", routeControl},
+	{"/control/", routeControl},
+}
+
+// router classifies request paths with chi's routing tree, through
+// Mux.Find and a pooled chi.Context: Mux.ServeHTTP would allocate a request
+// copy per request (TestSinkHandlerAllocs, BenchmarkRouteLookup).
+type router struct {
+	mux   *chi.Mux
+	route map[string]int // pattern → route
+	ctxs  sync.Pool      // *chi.Context
+}
+
+// matched is the handler chi holds for every pattern (never called).
+var matched = http.NotFoundHandler()
+
+func newRouter() *router {
+	rt := &router{mux: chi.NewMux(), route: make(map[string]int, len(routeTable))}
+	for _, e := range routeTable {
+		rt.mux.Handle(e.pattern, matched)
+		rt.route[e.pattern] = e.route
+	}
+	rt.ctxs.New = func() any { return chi.NewRouteContext() }
+	return rt
+}
+
+// lookup returns the route of a request path; projectID is set for the
+// envelope and store routes.
+func (rt *router) lookup(path string) (r int, projectID string) {
+	rctx := rt.ctxs.Get().(*chi.Context)
+	rctx.Reset()
+	// Every pattern takes every method; Find with GET also routes methods
+	// chi does not know (PROPFIND), for a 405.
+	r, ok := rt.route[rt.mux.Find(rctx, http.MethodGet, path)]
+	if !ok {
+		r = routeNotFound
+	}
+	if r == routeEnvelope || r == routeStore {
+		projectID = rctx.URLParam("projectID")
+		if !isDigits(projectID) {
+			r, projectID = routeNotFound, ""
+		}
+	}
+	rt.ctxs.Put(rctx)
+	return r, projectID
+}
+
+// isDigits reports whether s is 1–18 decimal digits: a project id that fits
+// an int64.
+func isDigits(s string) bool {
+	return len(s) > 0 && len(s) <= 18 && strings.TrimLeft(s, "0123456789") == ""
+}
+
+// apiError is Relay's error body (relay-server ApiErrorResponse): Relay reads
+// "detail" and "causes" for logging and honours "relay":"stop" on a 403.
+type apiError struct {
+	Detail string   `json:"detail"`
+	Causes []string `json:"causes"`
+	Relay  string   `json:"relay,omitempty"`
+}
+
+// httpError is an error answer: status, counted reason, and body.
+type httpError struct {
+	status int
+	reason string // key in Stats.Errors
+	body   apiError
+}
+
+func newError(status int, reason, detail string, causes ...string) *httpError {
+	if causes == nil {
+		causes = []string{}
+	}
+	return &httpError{status: status, reason: reason, body: apiError{Detail: detail, Causes: causes}}
+}
+
+func (e *httpError) Error() string { return e.reason + ": " + e.body.Detail }
+
+// writeJSON writes v as a JSON response with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"detail":"internal error encoding the response","causes":[]}`)
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = contentLength(len(b))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+var jsonContentType = []string{"application/json"}
+
+// smallLengths are shared Content-Length values, so that small answers
+// allocate no header slice.
+var smallLengths = func() (t [256][]string) {
+	for i := range t {
+		t[i] = []string{strconv.Itoa(i)}
+	}
+	return t
+}()
+
+func contentLength(n int) []string {
+	if n < len(smallLengths) {
+		return smallLengths[n]
+	}
+	return []string{strconv.Itoa(n)}
+}
+
+// writeError answers with e and counts it in c. An error of status 0 (the
+// client is gone) is counted only: there is nobody to answer.
+func (s *Server) writeError(w http.ResponseWriter, c *counters, e *httpError) {
+	c.errors.add(e.reason)
+	if e.status == 0 {
+		return
+	}
+	writeJSON(w, e.status, e.body)
 }

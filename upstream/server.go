@@ -10,19 +10,10 @@
 //	defer srv.Close()
 //	// relay.upstream: srv.URL; counts: srv.Stats()
 //
-// Routes (Handler):
-//
-//	POST /api/0/relays/register/challenge/   registration step 1 (signed with the key in the body)
-//	POST /api/0/relays/register/response/    registration step 2 (stateless HMAC token)
-//	POST /api/0/relays/projectconfigs/       project configs v3 and the global config (signed)
-//	POST /api/0/relays/publickeys/           public keys of registered relays (signed)
-//	POST /api/0/relays/outcomes/             legacy outcome batches (signed)
-//	POST /api/0/relays/metrics/              global metric batches (signed over the decoded body)
-//	GET  /api/0/relays/live/                 {"is_healthy": true}
-//	POST /api/<project_id>/envelope/         the envelope sink (Relay or SDKs)
-//	GET  /stats[?format=prometheus]          counters; POST /stats/reset zeroes them atomically
-//	GET  /projects[?origin=http://host:port] the projects with ready-made DSNs
-//	GET|POST /control                        fault injection (see Faults)
+// Handler serves Relay's upstream routes under /api/0/relays/, the envelope
+// sink POST /api/<project_id>/envelope/ (Relay or SDKs), and GET /stats,
+// POST /stats/reset, GET /projects and GET|POST /control (faults); the
+// README lists them with their answers.
 //
 // An envelope is checked in this order, then counted (and kept, with
 // Config.Capture), then answered: injected faults, method,
@@ -36,6 +27,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -45,10 +37,12 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/configerr"
@@ -111,7 +105,7 @@ type Config struct {
 	MaxWireBytes, MaxDecodedBytes int64
 
 	// ControlFrom are the client networks /control and /stats/reset answer
-	// (others get 403); nil: loopback only.
+	// (others get 403); empty: loopback only.
 	ControlFrom []netip.Prefix
 
 	// Faults in effect from the start (see SetFaults).
@@ -137,15 +131,14 @@ type Server struct {
 	hs      *http.Server
 	cfg     Config
 	started time.Time
-	now     func() time.Time
 
 	stats atomic.Pointer[counters]
 
 	byKey           projects.Index
 	byID            map[int64]int
-	relays          sync.Map     // relay id → *relay
-	nSelfRegistered atomic.Int64 // relays added by the registration handshake
-	secret          []byte
+	relays          sync.Map   // relay id → *relay, replaced whole
+	regMu           sync.Mutex // held by a registration and RegisterRelay
+	nSelfRegistered int        // relays added by the registration handshake
 	dec             *compression.Decoder
 	bufs            sync.Pool // *[]byte
 	writers         sync.Pool // *statusWriter
@@ -155,7 +148,6 @@ type Server struct {
 	// stays under readSlots × wire cap + slots × decoded cap.
 	slots, readSlots chan struct{}
 	limits           httpLimits
-	controlFrom      []netip.Prefix
 
 	pendingMu    sync.Mutex
 	pendingSince map[int]time.Time // project index → first request
@@ -165,9 +157,9 @@ type Server struct {
 	routes *router
 	hook   func(*http.Request) // test hook, called first for every request
 
-	faultMu sync.Mutex // guards faults writes and rng
-	faults  atomic.Pointer[faultState]
-	rng     *mrand.Rand
+	faults atomic.Pointer[faultState]
+	rngMu  sync.Mutex
+	rng    *mrand.Rand
 }
 
 // Start starts a fake upstream serving cfg on cfg.Addr. Close or Shutdown
@@ -177,11 +169,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := cfg.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", cmp.Or(cfg.Addr, "127.0.0.1:0"))
 	if err != nil {
 		return nil, configerr.Wrap("Addr", err)
 	}
@@ -209,18 +197,6 @@ func newServer(cfg Config) (*Server, error) {
 	if len(cfg.Projects) == 0 {
 		return nil, configerr.New("Projects", "no projects")
 	}
-	if cfg.MaxSignatureAge == 0 {
-		cfg.MaxSignatureAge = DefaultMaxSignatureAge
-	}
-	if cfg.RegistrationMaxAge == 0 {
-		cfg.RegistrationMaxAge = DefaultRegistrationMaxAge
-	}
-	if cfg.MaxWireBytes <= 0 {
-		cfg.MaxWireBytes = DefaultMaxWireBytes
-	}
-	if cfg.MaxDecodedBytes <= 0 {
-		cfg.MaxDecodedBytes = DefaultMaxDecodedBytes
-	}
 	if cfg.PendingFor < 0 || cfg.PendingFor >= MaxPendingFor {
 		return nil, configerr.Errorf("PendingFor", "%s: want ≥ 0 and under %s (Relay gives up on pending keys after 30 s)", cfg.PendingFor, MaxPendingFor)
 	}
@@ -229,12 +205,33 @@ func newServer(cfg Config) (*Server, error) {
 			return nil, configerr.Wrap(fmt.Sprintf("Quotas[%d]", i), err)
 		}
 	}
+	for _, p := range cfg.ControlFrom {
+		if !p.IsValid() {
+			return nil, configerr.Errorf("ControlFrom", "invalid network %v", p)
+		}
+	}
+	cfg.MaxSignatureAge = cmp.Or(cfg.MaxSignatureAge, DefaultMaxSignatureAge)
+	cfg.RegistrationMaxAge = cmp.Or(cfg.RegistrationMaxAge, DefaultRegistrationMaxAge)
+	if cfg.MaxWireBytes <= 0 {
+		cfg.MaxWireBytes = DefaultMaxWireBytes
+	}
+	if cfg.MaxDecodedBytes <= 0 {
+		cfg.MaxDecodedBytes = DefaultMaxDecodedBytes
+	}
+	cfg.ControlFrom = slices.Clone(cfg.ControlFrom)
+	if len(cfg.ControlFrom) == 0 {
+		cfg.ControlFrom = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	if len(cfg.TokenSecret) == 0 {
+		cfg.TokenSecret = make([]byte, 32)
+		_, _ = rand.Read(cfg.TokenSecret) // never fails (crypto/rand)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	s := &Server{
 		cfg:          cfg,
-		now:          cfg.Now,
+		started:      cfg.Now(),
 		byKey:        projects.NewIndex(cfg.Projects),
 		byID:         make(map[int64]int, len(cfg.Projects)),
 		dec:          compression.NewDecoder(cfg.MaxDecodedBytes),
@@ -242,18 +239,9 @@ func newServer(cfg Config) (*Server, error) {
 		rng:          mrand.New(mrand.NewPCG(cfg.Seed, 0x6661756c7473)),
 		slots:        make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
 		readSlots:    make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2),
-		limits:       defaultHTTPLimits(),
-		controlFrom:  append([]netip.Prefix(nil), cfg.ControlFrom...),
-		routes:       newRouter(),
-	}
-	s.started = s.now()
-	if s.controlFrom == nil {
-		s.controlFrom = loopbackNets()
-	}
-	for _, p := range s.controlFrom {
-		if !p.IsValid() {
-			return nil, configerr.Errorf("ControlFrom", "invalid network %v", p)
-		}
+		limits: httpLimits{bodyTimeout: HTTPBodyTimeout, bodyGrace: HTTPBodyGrace, minBodyRate: HTTPMinBodyRate,
+			writeTimeout: HTTPWriteTimeout, minWriteRate: HTTPMinWriteRate},
+		routes: newRouter(),
 	}
 	for i, p := range cfg.Projects {
 		if _, dup := s.byID[p.ID]; dup {
@@ -264,13 +252,11 @@ func newServer(cfg Config) (*Server, error) {
 	if len(s.byKey) != len(cfg.Projects) {
 		return nil, configerr.New("Projects", "duplicate project public key")
 	}
-	s.secret = cfg.TokenSecret
-	if len(s.secret) == 0 {
-		s.secret = make([]byte, 32)
-		_, _ = rand.Read(s.secret) // never fails (crypto/rand)
-	}
+	s.bufs.New = func() any { return new(make([]byte, 0, 16<<10)) }
+	s.writers.New = func() any { return new(statusWriter) }
+	s.sums.New = func() any { return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)} }
 	for id, pub := range cfg.Relays {
-		s.relays.Store(id, &relay{id: id, pub: pub, known: true})
+		s.relays.Store(id, &relay{pub: pub, known: true})
 	}
 	s.stats.Store(newCounters(len(cfg.Projects), s.started))
 	if err := s.buildConfigs(); err != nil {
@@ -286,7 +272,9 @@ func newServer(cfg Config) (*Server, error) {
 // so its requests are accepted without a challenge. A relay that registers
 // again with the same id must use the same key.
 func (s *Server) RegisterRelay(id string, pub relayauth.PublicKey) {
-	s.relays.Store(id, &relay{id: id, pub: pub, known: true, registered: true})
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	s.relays.Store(id, &relay{pub: pub, known: true, registered: true})
 }
 
 // Stats returns a snapshot of the counters.
@@ -306,7 +294,7 @@ const resetWait = 2 * time.Second
 // finished counting into it (waiting up to 2 s): the returned snapshot plus
 // later ones account for every request.
 func (s *Server) ResetStats() Stats {
-	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.now()))
+	old := s.stats.Swap(newCounters(len(s.cfg.Projects), s.cfg.Now()))
 	deadline := time.Now().Add(resetWait)
 	for old.inflight.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Microsecond)

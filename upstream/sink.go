@@ -2,9 +2,12 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/canary"
 	"github.com/relayload/relayload/internal/capture"
+	"github.com/relayload/relayload/projects"
 )
 
 // handleEnvelope is the envelope sink, POST /api/<project_id>/envelope/:
@@ -21,7 +25,7 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 	if req.Method != http.MethodPost {
 		return methodNotAllowed(req)
 	}
-	at := s.now()
+	at := s.cfg.Now()
 	enc, e := parseEncoding(req)
 	if e != nil {
 		return e
@@ -42,7 +46,7 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 		return e
 	}
 	defer s.releaseBody(held)
-	sum := s.getSummary()
+	sum := s.sums.Get().(*envelope.Summary)
 	defer s.putSummary(sum)
 	if err := envelope.ScanLimit(decoded, sum, MaxEnvelopeItems); err != nil {
 		return envelopeError(err)
@@ -77,49 +81,28 @@ func (s *Server) handleEnvelope(w *statusWriter, req *http.Request, c *counters,
 	if outcomes != nil {
 		outcomes.count(c)
 	}
-	if id := sum.EventID; len(id) == 32 || len(id) == 36 && bytes.Count(id, dash) == 4 {
-		w.answerEnvelope(id)
-	} else {
-		w.answerEnvelope(nil)
-	}
+	w.answerEnvelope(sum.EventID)
 	return nil
 }
 
-// appendEnvelopeAnswer appends the answer to an envelope with event id id
-// (32 hex digits, or 36 with the dashes, which it drops; nil: none).
-func appendEnvelopeAnswer(b, id []byte) []byte {
-	if id == nil {
-		return append(b, emptyObject...)
-	}
-	b = append(b, idPrefix...)
-	for _, ch := range id {
-		if ch != '-' {
-			b = append(b, ch)
-		}
-	}
-	return append(b, idSuffix...)
-}
-
-// envelopeAnswerLen bounds appendEnvelopeAnswer's output.
+// envelopeAnswerLen bounds the envelope sink's answer, {"id":"<32 hex>"}.
 const envelopeAnswerLen = 48
 
-// answerEnvelope answers an accepted envelope from the writer's buffer.
+// answerEnvelope answers an accepted envelope with its event id (32 hex
+// digits, or 36 with dashes, which it drops), or {} without a valid one,
+// from the writer's buffer.
 func (w *statusWriter) answerEnvelope(id []byte) {
-	writeRawJSON(w, http.StatusOK, appendEnvelopeAnswer(w.answer[:0], id))
-}
-
-var (
-	emptyObject = []byte("{}")
-	idPrefix    = []byte(`{"id":"`)
-	idSuffix    = []byte(`"}`)
-	dash        = []byte("-")
-)
-
-func (s *Server) getSummary() *envelope.Summary {
-	if v := s.sums.Get(); v != nil {
-		return v.(*envelope.Summary)
+	b := append(w.answer[:0], "{}"...)
+	if len(id) == 32 || len(id) == 36 && bytes.Count(id, []byte("-")) == 4 {
+		b = append(b[:1], `"id":"`...)
+		for _, ch := range id {
+			if ch != '-' {
+				b = append(b, ch)
+			}
+		}
+		b = append(b, `"}`...)
 	}
-	return &envelope.Summary{Items: make([]envelope.ItemSummary, 0, 8)}
+	writeRawJSON(w, http.StatusOK, b)
 }
 
 // maxPooledSummaryItems is the largest item list a pooled summary keeps, so
@@ -140,15 +123,14 @@ func (s *Server) putSummary(sum *envelope.Summary) {
 // envelopeError names the framing rule an envelope broke.
 func envelopeError(err error) *httpError {
 	var pe *envelope.ParseError
-	if errors.As(err, &pe) && pe.Rule == envelope.RuleTooManyItems {
+	switch {
+	case !errors.As(err, &pe):
+		return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
+	case pe.Rule == envelope.RuleTooManyItems:
 		return newError(http.StatusRequestEntityTooLarge, "envelope_too_many_items",
 			"envelope exceeded size limits: more than "+strconv.Itoa(MaxEnvelopeItems)+" items", err.Error())
 	}
-	if errors.As(err, &pe) {
-		reason := "malformed_envelope:" + strings.ReplaceAll(string(pe.Rule), " ", "_")
-		return newError(http.StatusBadRequest, reason, "invalid envelope", err.Error())
-	}
-	return newError(http.StatusBadRequest, "malformed_envelope", "invalid envelope", err.Error())
+	return newError(http.StatusBadRequest, "malformed_envelope:"+strings.ReplaceAll(string(pe.Rule), " ", "_"), "invalid envelope", err.Error())
 }
 
 // count records one accepted envelope, but not its outcomes.
@@ -172,12 +154,14 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 		} else {
 			c.records[ti].Add(1)
 		}
-		if !metaItem(ti) {
-			data = true
-		}
 		switch ti {
+		case itemClientReport, itemMetricBuckets, itemStatsd, itemMetricMeta:
+			// Relay's own traffic about the data (metrics, client reports).
 		case itemEvent, itemTransaction, itemLog, itemSpan:
+			data = true
 			s.scanCanaries(c, decoded[it.PayloadStart:it.PayloadEnd])
+		default:
+			data = true
 		}
 	}
 	if data {
@@ -186,22 +170,12 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 	}
 }
 
-// metaItem reports whether an item type is Relay's own traffic about the
-// data (metrics, client reports) rather than the data itself.
-func metaItem(ti int) bool {
-	switch ti {
-	case itemClientReport, itemMetricBuckets, itemStatsd, itemMetricMeta:
-		return true
-	}
-	return false
-}
-
 // scanCanaries counts canaries found in a forwarded payload and whether the
 // payload records a scrubbing remark in _meta.
 func (s *Server) scanCanaries(c *counters, payload []byte) {
 	c.scannedItems.Add(1)
 	canary.Scan(payload, func(f canary.Finding) {
-		i := canaryIndex(f.Kind.Code)
+		i := slices.Index(canaryKinds, f.Kind)
 		if i < 0 {
 			return
 		}
@@ -220,11 +194,8 @@ func (s *Server) scanCanaries(c *counters, payload []byte) {
 
 // sentryKeyOf finds sentry_key in X-Sentry-Auth, Authorization or the query.
 func sentryKeyOf(auth, authz, rawQuery string) string {
-	if auth != "" {
-		return authKey(auth)
-	}
-	if authz != "" {
-		return authKey(authz)
+	if h := cmp.Or(auth, authz); h != "" {
+		return projects.ParseAuthKey(h)
 	}
 	if rawQuery != "" {
 		q, _ := url.ParseQuery(rawQuery)
@@ -233,38 +204,71 @@ func sentryKeyOf(auth, authz, rawQuery string) string {
 	return ""
 }
 
-// authKey extracts sentry_key from "Sentry k=v, k=v" without allocating.
-func authKey(h string) string {
-	const prefix = "sentry "
-	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return ""
-	}
-	rest := h[len(prefix):]
-	for rest != "" {
-		var part string
-		part, rest, _ = strings.Cut(rest, ",")
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if ok && strings.TrimSpace(k) == "sentry_key" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
 // dsnKey extracts the public key from a DSN "scheme://key[:secret]@host/id".
 func dsnKey(dsn []byte) string {
-	i := bytes.Index(dsn, []byte("://"))
-	if i < 0 {
+	u, err := url.Parse(string(dsn))
+	if err != nil || u.User == nil {
 		return ""
 	}
-	rest := dsn[i+3:]
-	at := bytes.IndexByte(rest, '@')
-	if at < 0 {
-		return ""
+	return u.User.Username()
+}
+
+// Envelope limits: the decoded cap (Config.MaxDecodedBytes) bounds an
+// envelope's bytes, these its items. The per-type ones are Relay's defaults
+// (relay-config Limits, enforced in relay-server's
+// check_envelope_size_limits with a 413); MaxEnvelopeItems is the fake's
+// own, well above their sum.
+const (
+	// MaxEnvelopeItems bounds the items of one envelope (413 beyond).
+	MaxEnvelopeItems = 1000
+
+	maxSessionItems       = 100       // session + sessions: limits.max_session_count
+	maxAttachmentItems    = 30        // attachment + unreal_report + user_report: limits.max_attachment_count
+	maxClientReportItems  = 100       // limits.max_client_reports_count
+	maxClientReportsBytes = 100 << 10 // limits.max_client_reports_size
+	maxStandaloneSpans    = 25        // span items outside a span container: limits.max_standalone_span_count
+)
+
+// checkEnvelopeLimits applies the per-type limits to a scanned envelope.
+func checkEnvelopeLimits(sum *envelope.Summary) *httpError {
+	var sessions, attachments, reports, reportBytes, spans int
+	for i := range sum.Items {
+		it := &sum.Items[i]
+		var n *int
+		limit := 0
+		switch itemTypeIndex(it.Type) {
+		case itemSession, itemSessions:
+			n, limit = &sessions, maxSessionItems
+		case itemAttachment, itemUserReport, itemUnrealReport:
+			n, limit = &attachments, maxAttachmentItems
+		case itemClientReport:
+			reportBytes += it.PayloadEnd - it.PayloadStart
+			if reportBytes > maxClientReportsBytes {
+				return envelopeLimit(it.Type, fmt.Sprintf("client_report items hold more than %d bytes (limits.max_client_reports_size)", maxClientReportsBytes))
+			}
+			n, limit = &reports, maxClientReportItems
+		case itemSpan:
+			// A span item of a container type (Relay's
+			// ContentType::is_container) is no standalone span.
+			switch string(it.ContentType) {
+			case "application/vnd.sentry.items.log+json", "application/vnd.sentry.items.span.v2+json",
+				"application/vnd.sentry.items.trace-metric+json":
+				continue
+			}
+			n, limit = &spans, maxStandaloneSpans
+		default:
+			continue
+		}
+		if *n++; *n > limit {
+			return envelopeLimit(it.Type, fmt.Sprintf("more than %d %s items", limit, it.Type))
+		}
 	}
-	user := rest[:at]
-	if colon := bytes.IndexByte(user, ':'); colon >= 0 {
-		user = user[:colon]
-	}
-	return string(user)
+	return nil
+}
+
+// envelopeLimit is Relay's answer to an envelope over a limit (413,
+// BadStoreRequest::Overflow).
+func envelopeLimit(typ []byte, cause string) *httpError {
+	return newError(http.StatusRequestEntityTooLarge, "envelope_limit",
+		"envelope exceeded size limits for type '"+clipReason(string(typ))+"'", cause)
 }

@@ -88,6 +88,15 @@ var routeNames = [numRoutes]string{
 	"projects", "control", "not_found",
 }
 
+// statusNames name the slots of counters by HTTP status; slot 0 counts
+// requests dropped without an answer.
+var statusNames = func() (names [600]string) {
+	for code := range names {
+		names[code] = strconv.Itoa(code)
+	}
+	return names
+}()
+
 // encodings is the fixed order of per-encoding byte counters.
 var encodings = compression.Encodings()
 
@@ -95,10 +104,9 @@ func encodingIndex(e compression.Encoding) int { return max(slices.Index(encodin
 
 // maxOutcomeRows bounds the (outcome, category, reason) rows kept as sent,
 // since clients choose all three; later new rows fold into reason "other"
-// rows (foldKey), of which there are at most maxFoldRows.
+// rows (foldKey), one at most per known outcome and category.
 const (
 	maxOutcomeRows  = 2000
-	maxFoldRows     = (len(outcomeNames) + 1) * (len(categoryNames) + 1)
 	maxErrorReasons = 500 // distinct reasons a reasonCounter keeps
 	maxUserAgents   = 10_000
 )
@@ -140,7 +148,7 @@ type counters struct {
 	errors   reasonCounter
 	requests [numRoutes][600]atomic.Int64
 
-	http httpLayerCounters // what Go's HTTP layer did (httplayer.go)
+	http httpLayerCounters // what Go's HTTP layer did
 }
 
 // countAgent adds ua to the distinct agents, maxUserAgents at most; a
@@ -165,11 +173,15 @@ func (c *counters) userAgents() int64 {
 	return int64(len(c.agents))
 }
 
-var canaryKinds = canary.Kinds()
-
-func canaryIndex(code string) int {
-	return slices.IndexFunc(canaryKinds, func(k canary.Kind) bool { return k.Code == code })
-}
+var (
+	canaryKinds = canary.Kinds()
+	canaryNames = func() (names []string) {
+		for _, k := range canaryKinds {
+			names = append(names, k.Name)
+		}
+		return names
+	}()
+)
 
 func newCounters(nProjects int, now time.Time) *counters {
 	c := &counters{
@@ -201,9 +213,9 @@ type reasonCounter struct {
 	n atomic.Int64
 }
 
-func (r *reasonCounter) add(reason string, d int64) {
+func (r *reasonCounter) add(reason string) {
 	if v, ok := r.m.Load(reason); ok {
-		v.(*atomic.Int64).Add(d)
+		v.(*atomic.Int64).Add(1)
 		return
 	}
 	if r.n.Load() >= maxErrorReasons {
@@ -213,7 +225,7 @@ func (r *reasonCounter) add(reason string, d int64) {
 	if !loaded {
 		r.n.Add(1)
 	}
-	v.(*atomic.Int64).Add(d)
+	v.(*atomic.Int64).Add(1)
 }
 
 func (r *reasonCounter) snapshot() map[string]int64 {
@@ -227,8 +239,8 @@ func (r *reasonCounter) snapshot() map[string]int64 {
 
 type outcomeKey struct{ outcome, category, reason string }
 
-// outcomeTable sums outcome records by (outcome, category, reason), in at
-// most maxOutcomeRows + maxFoldRows rows; sums saturate at math.MaxInt64.
+// outcomeTable sums outcome records by (outcome, category, reason), in
+// boundedly many rows (maxOutcomeRows); sums saturate at math.MaxInt64.
 type outcomeTable struct {
 	mu     sync.Mutex
 	rows   map[outcomeKey]*outcomeRow
@@ -309,8 +321,8 @@ func addSaturatingAtomic(a *atomic.Int64, d int64) {
 // Stats is a snapshot of everything the fake upstream counted since start or
 // the last reset. It marshals to the /stats JSON as-is.
 type Stats struct {
-	UptimeSeconds     float64 `json:"uptime_seconds"`
-	SinceResetSeconds float64 `json:"since_reset_seconds"`
+	UptimeSeconds     float64 `json:"uptime_seconds" prom:"uptime_seconds,gauge" help:"Seconds since the fake upstream started."`
+	SinceResetSeconds float64 `json:"since_reset_seconds" prom:"since_reset_seconds,gauge" help:"Seconds since the counters were last reset."`
 
 	Registrations  Registrations  `json:"registrations"`
 	ConfigRequests ConfigRequests `json:"config_requests"`
@@ -318,33 +330,34 @@ type Stats struct {
 
 	// Envelopes accepted by the envelope sink (2xx), by who sent them:
 	// "relay" (X-Sentry-Relay-Id present and verified) or "sdk".
-	Envelopes         int64            `json:"envelopes"`
-	EnvelopesBySender map[string]int64 `json:"envelopes_by_sender"`
+	Envelopes         int64            `json:"envelopes" prom:"envelopes_total" help:"Envelopes accepted by the sink."`
+	EnvelopesBySender map[string]int64 `json:"envelopes_by_sender" prom:"envelopes_by_sender_total,sender" help:"Envelopes accepted by sender."`
 	// DataEnvelopes are the envelopes with at least one item that is
-	// neither metrics nor a client report; Timeline has them per second.
-	DataEnvelopes int64    `json:"data_envelopes"`
-	Timeline      Timeline `json:"timeline"`
+	// neither metrics nor a client report; Timeline has them per second
+	// (a series, so not in the Prometheus form).
+	DataEnvelopes int64    `json:"data_envelopes" prom:"data_envelopes_total" help:"Envelopes with an item that is neither metrics nor a client report."`
+	Timeline      Timeline `json:"timeline" prom:"-"`
 	// UserAgents counts the distinct User-Agent headers of accepted
 	// envelopes (a Relay's forwards carry its own), up to 10000.
-	UserAgents int64 `json:"user_agents"`
+	UserAgents int64 `json:"user_agents" prom:"user_agents,gauge" help:"Distinct User-Agent headers of accepted envelopes, up to 10000."`
 	// ItemsByType counts envelope items; RecordsByType counts what they hold
 	// (a log container's item_count, 1 for other items).
-	ItemsByType   map[string]int64            `json:"items_by_type"`
-	RecordsByType map[string]int64            `json:"records_by_type"`
-	Bytes         map[string]EncodingBytes    `json:"bytes_by_encoding"`
+	ItemsByType   map[string]int64            `json:"items_by_type" prom:"items_total,type" help:"Envelope items by type."`
+	RecordsByType map[string]int64            `json:"records_by_type" prom:"records_total,type" help:"Records in envelope items (item_count, else 1) by type."`
+	Bytes         map[string]EncodingBytes    `json:"bytes_by_encoding" prom:",encoding"`
 	TopProjects   []ProjectStats              `json:"top_projects"`
-	MetricBuckets int64                       `json:"metric_buckets"`
+	MetricBuckets int64                       `json:"metric_buckets" prom:"metric_buckets_total" help:"Non-outcome metric buckets received."`
 	Outcomes      Outcomes                    `json:"outcomes"`
 	Canaries      Canaries                    `json:"canaries"`
-	Errors        map[string]int64            `json:"errors"`
-	Requests      map[string]map[string]int64 `json:"requests"`
-	Faults        map[string]int64            `json:"faults_injected"`
-	Panics        int64                       `json:"panics"`
+	Errors        map[string]int64            `json:"errors" prom:"errors_total,reason" help:"Rejected requests by reason."`
+	Requests      map[string]map[string]int64 `json:"requests" prom:"requests_total,route,status" help:"Requests by route and status."`
+	Faults        map[string]int64            `json:"faults_injected" prom:"faults_injected_total,fault" help:"Injected faults by kind."`
+	Panics        int64                       `json:"panics" prom:"panics_total" help:"Recovered handler panics."`
 	// InFlight is the requests being handled when the snapshot was taken
 	// (over /stats, not counting that request).
-	InFlight int64 `json:"in_flight"`
+	InFlight int64 `json:"in_flight" prom:"in_flight_requests,gauge" help:"Requests being handled, not counting this one."`
 	// HTTPLayer counts what Go's HTTP server rejected or cut before a
-	// handler saw the request (httplayer.go).
+	// handler saw the request.
 	HTTPLayer HTTPLayer `json:"http_layer"`
 	// Capture counts what Config.Capture kept, since start: a reset does
 	// not unkeep envelopes (nil without a capture).
@@ -353,40 +366,42 @@ type Stats struct {
 
 // Registrations counts the two registration steps.
 type Registrations struct {
-	Challenges int64            `json:"challenges"`
-	Responses  int64            `json:"responses"`
-	Failures   map[string]int64 `json:"failures"`
+	Challenges int64            `json:"challenges" prom:"registration_challenges_total" help:"Registration challenge requests."`
+	Responses  int64            `json:"responses" prom:"registration_responses_total" help:"Registration response requests."`
+	Failures   map[string]int64 `json:"failures" prom:"registration_failures_total,reason" help:"Failed registration steps by reason."`
 }
 
 // ConfigRequests counts project-config traffic.
 type ConfigRequests struct {
-	Global        int64 `json:"global"`
-	GlobalPending int64 `json:"global_pending"`
-	Project       int64 `json:"project"`
-	KeysServed    int64 `json:"keys_served"`
-	Pending       int64 `json:"pending"`
-	Unchanged     int64 `json:"unchanged"`
-	Unknown       int64 `json:"unknown"`
+	Global        int64 `json:"global" prom:"config_requests_global_total" help:"Global config requests."`
+	GlobalPending int64 `json:"global_pending" prom:"config_requests_global_pending_total" help:"Global config answers with globalStatus pending."`
+	Project       int64 `json:"project" prom:"config_requests_project_total" help:"Project config requests with at least one key."`
+	KeysServed    int64 `json:"keys_served" prom:"config_keys_served_total" help:"Project keys answered with a config."`
+	Pending       int64 `json:"pending" prom:"config_keys_pending_total" help:"Project keys answered as pending."`
+	Unchanged     int64 `json:"unchanged" prom:"config_keys_unchanged_total" help:"Project keys answered as unchanged."`
+	Unknown       int64 `json:"unknown" prom:"config_keys_unknown_total" help:"Unknown project keys (omitted)."`
 }
 
 // Signatures counts how request signatures were checked.
 type Signatures struct {
-	Verified   int64 `json:"verified"`    // full Ed25519 verification succeeded
-	NotChecked int64 `json:"not_checked"` // verification switched off
+	// Verified: full Ed25519 verification succeeded; NotChecked:
+	// verification switched off.
+	Verified   int64 `json:"verified" prom:"signatures_total,result=verified" help:"Relay signature checks by result."`
+	NotChecked int64 `json:"not_checked" prom:"signatures_total,result=not_checked"`
 }
 
 // EncodingBytes counts bodies per Content-Encoding.
 type EncodingBytes struct {
-	Requests int64 `json:"requests"`
-	Wire     int64 `json:"wire"`
-	Decoded  int64 `json:"decoded"`
+	Requests int64 `json:"requests" prom:"bodies_total" help:"Request bodies by Content-Encoding."`
+	Wire     int64 `json:"wire" prom:"wire_bytes_total" help:"Body bytes as received by Content-Encoding."`
+	Decoded  int64 `json:"decoded" prom:"decoded_bytes_total" help:"Body bytes after decoding by Content-Encoding."`
 }
 
 // ProjectStats is one project's share.
 type ProjectStats struct {
-	ID        int64 `json:"id"`
-	Envelopes int64 `json:"envelopes"`
-	Items     int64 `json:"items"`
+	ID        int64 `json:"id" promlabel:"project"`
+	Envelopes int64 `json:"envelopes" prom:"project_envelopes_total" help:"Envelopes of the busiest projects."`
+	Items     int64 `json:"items" prom:"project_items_total" help:"Envelope items of the busiest projects."`
 }
 
 // Outcomes aggregates outcomes from every source, by quantity.
@@ -395,33 +410,31 @@ type Outcomes struct {
 	ByCategory map[string]int64 `json:"by_category"`
 	ByReason   map[string]int64 `json:"by_reason"`
 	Rows       []OutcomeRow     `json:"rows"`
-	// Messages counts the carriers outcomes arrived in, by source.
-	Messages map[string]int64 `json:"messages"`
+	Messages   map[string]int64 `json:"messages" prom:"outcome_messages_total,source" help:"Outcome carriers by source."`
 	// Folded counts the records that found the table full (2000 rows) and
 	// went to a row of reason "other": their quantities are in the rows.
-	Folded int64 `json:"folded"`
+	Folded int64 `json:"folded" prom:"outcomes_folded_total" help:"Outcome records folded into a reason \"other\" row because the outcome table was full."`
 }
 
 // OutcomeRow is one (outcome, category, reason) combination.
 type OutcomeRow struct {
-	Outcome  string `json:"outcome"`
-	Category string `json:"category"`
-	Reason   string `json:"reason"`
-	Quantity int64  `json:"quantity"`
-	Count    int64  `json:"count"` // how many outcome records contributed
+	Outcome  string `json:"outcome" promlabel:"outcome"`
+	Category string `json:"category" promlabel:"category"`
+	Reason   string `json:"reason" promlabel:"reason"`
+	Quantity int64  `json:"quantity" prom:"outcomes_quantity_total" help:"Outcome quantities by outcome, category and reason."`
+	Count    int64  `json:"count" prom:"outcomes_records_total" help:"Outcome records (rows, buckets, batch entries) by outcome, category and reason."`
 }
 
 // Canaries reports PII canaries found in forwarded payloads.
 type Canaries struct {
-	ItemsScanned int64 `json:"items_scanned"`
-	// Leaks: canaries that survived scrubbing, by kind name.
-	Leaks map[string]int64 `json:"leaks"`
+	ItemsScanned int64            `json:"items_scanned" prom:"canary_items_scanned_total" help:"Items scanned for PII canaries."`
+	Leaks        map[string]int64 `json:"leaks" prom:"canary_leaks_total,kind" help:"PII canaries that survived scrubbing, by kind."`
 	// KeptFound: negative controls found (expected to survive).
-	KeptFound map[string]int64 `json:"kept_found"`
+	KeptFound map[string]int64 `json:"kept_found" prom:"canary_kept_found_total,kind" help:"Negative-control canaries found, by kind."`
 	// Found: every marker found, by kind (leaked or properly masked).
-	Found map[string]int64 `json:"found"`
+	Found map[string]int64 `json:"found" prom:"canary_found_total,kind" help:"Canary markers found, by kind."`
 	// ScrubbedItems: items whose payload carries a _meta remark ("rem").
-	ScrubbedItems int64 `json:"scrubbed_items"`
+	ScrubbedItems int64 `json:"scrubbed_items" prom:"scrubbed_items_total" help:"Items whose _meta records a scrubbing remark."`
 }
 
 // topProjects is how many projects /stats lists.
@@ -431,8 +444,7 @@ const topProjects = 20
 // read one by one while requests may still be counting into them, so a
 // snapshot taken under load is not of a single instant.
 func (c *counters) snapshot(s *Server) Stats {
-	now := s.now() // the clock s.started and c.started were read from
-	items, records := c.itemsByType()
+	now := s.cfg.Now() // the clock s.started and c.started were read from
 	st := Stats{
 		UptimeSeconds:     now.Sub(s.started).Seconds(),
 		SinceResetSeconds: now.Sub(c.started).Seconds(),
@@ -456,18 +468,24 @@ func (c *counters) snapshot(s *Server) Stats {
 		DataEnvelopes:     c.dataEnvelopes.Load(),
 		UserAgents:        c.userAgents(),
 		Timeline:          c.arrivals.snapshot(),
-		ItemsByType:       items,
-		RecordsByType:     records,
+		ItemsByType:       loadNonZero(itemTypes[:], c.items[:]),
+		RecordsByType:     loadNonZero(itemTypes[:], c.records[:]),
 		Bytes:             c.bytesByEncoding(),
 		TopProjects:       c.topProjects(s.cfg.Projects),
 		MetricBuckets:     c.metricBuckets.Load(),
 		Outcomes:          c.outcomeStats(),
-		Canaries:          c.canaries(),
-		Errors:            c.errors.snapshot(),
-		Requests:          c.requestCounts(),
-		Faults:            c.faultsInjected.snapshot(),
-		Panics:            c.panics.Load(),
-		HTTPLayer:         c.http.snapshot(),
+		Canaries: Canaries{
+			ItemsScanned:  c.scannedItems.Load(),
+			Leaks:         loadNonZero(canaryNames, c.canaryLeaks),
+			KeptFound:     loadNonZero(canaryNames, c.canaryKept),
+			Found:         loadNonZero(canaryNames, c.canaryFound),
+			ScrubbedItems: c.scrubbedItems.Load(),
+		},
+		Errors:    c.errors.snapshot(),
+		Requests:  c.requestCounts(),
+		Faults:    c.faultsInjected.snapshot(),
+		Panics:    c.panics.Load(),
+		HTTPLayer: c.http.snapshot(),
 	}
 	if s.cfg.Capture != nil {
 		cs := s.cfg.Capture.Stats()
@@ -476,16 +494,15 @@ func (c *counters) snapshot(s *Server) Stats {
 	return st
 }
 
-// itemsByType returns the item and record counts of every item type seen.
-func (c *counters) itemsByType() (items, records map[string]int64) {
-	items, records = map[string]int64{}, map[string]int64{}
-	for i, name := range itemTypes {
-		if n := c.items[i].Load(); n != 0 {
-			items[name] = n
-			records[name] = c.records[i].Load()
+// loadNonZero maps names[i] to counts[i] for each count that is not zero.
+func loadNonZero(names []string, counts []atomic.Int64) map[string]int64 {
+	out := map[string]int64{}
+	for i, name := range names {
+		if n := counts[i].Load(); n != 0 {
+			out[name] = n
 		}
 	}
-	return items, records
+	return out
 }
 
 func (c *counters) bytesByEncoding() map[string]EncodingBytes {
@@ -520,37 +537,8 @@ func (c *counters) topProjects(ps []projects.Project) []ProjectStats {
 func (c *counters) requestCounts() map[string]map[string]int64 {
 	out := map[string]map[string]int64{}
 	for r := range c.requests {
-		for code := range c.requests[r] {
-			if n := c.requests[r][code].Load(); n != 0 {
-				m := out[routeNames[r]]
-				if m == nil {
-					m = map[string]int64{}
-					out[routeNames[r]] = m
-				}
-				m[strconv.Itoa(code)] = n
-			}
-		}
-	}
-	return out
-}
-
-func (c *counters) canaries() Canaries {
-	out := Canaries{
-		ItemsScanned:  c.scannedItems.Load(),
-		Leaks:         map[string]int64{},
-		KeptFound:     map[string]int64{},
-		Found:         map[string]int64{},
-		ScrubbedItems: c.scrubbedItems.Load(),
-	}
-	for i, k := range canaryKinds {
-		if n := c.canaryLeaks[i].Load(); n != 0 {
-			out.Leaks[k.Name] = n
-		}
-		if n := c.canaryKept[i].Load(); n != 0 {
-			out.KeptFound[k.Name] = n
-		}
-		if n := c.canaryFound[i].Load(); n != 0 {
-			out.Found[k.Name] = n
+		if m := loadNonZero(statusNames[:], c.requests[r][:]); len(m) > 0 {
+			out[routeNames[r]] = m
 		}
 	}
 	return out
@@ -564,12 +552,7 @@ func (c *counters) outcomeStats() Outcomes {
 		ByCategory: map[string]int64{},
 		ByReason:   map[string]int64{},
 		Rows:       []OutcomeRow{},
-		Messages:   map[string]int64{},
-	}
-	for i, name := range outcomeSourceNames {
-		if n := c.outcomeMsgs[i].Load(); n != 0 {
-			out.Messages[name] = n
-		}
+		Messages:   loadNonZero(outcomeSourceNames[:], c.outcomeMsgs[:]),
 	}
 	c.outcomes.mu.Lock()
 	for k, r := range c.outcomes.rows {
@@ -584,4 +567,67 @@ func (c *counters) outcomeStats() Outcomes {
 		return cmp.Or(cmp.Compare(x.Outcome, y.Outcome), cmp.Compare(x.Category, y.Category), cmp.Compare(x.Reason, y.Reason))
 	})
 	return out
+}
+
+// TimelineSeconds is how many one-second buckets a timeline holds after
+// start or a reset; later arrivals are counted in Timeline.Later.
+const TimelineSeconds = 3600
+
+// timeline counts data envelopes by the second they arrived in: beside what
+// the load generator sent, it tells a Relay that keeps pace from a backlog.
+type timeline struct {
+	start   time.Time
+	seconds [TimelineSeconds]atomic.Int64
+	later   atomic.Int64
+}
+
+func (t *timeline) add(now time.Time) {
+	sec := int64(now.Sub(t.start) / time.Second)
+	if sec < 0 {
+		sec = 0 // a clock step back: count it in the first second
+	}
+	if sec >= TimelineSeconds {
+		t.later.Add(1)
+		return
+	}
+	t.seconds[sec].Add(1)
+}
+
+// Timeline is the data envelopes (Stats.DataEnvelopes) received per second
+// since the server's start or the last reset.
+type Timeline struct {
+	// Start is when second 0 began.
+	Start time.Time `json:"start"`
+	// Envelopes[i] arrived in [Start+i s, Start+i+1 s); the slice ends
+	// with the last second that had an arrival.
+	Envelopes []int64 `json:"envelopes_per_second"`
+	// Later counts arrivals after the last of TimelineSeconds buckets.
+	Later int64 `json:"later,omitempty"`
+}
+
+func (t *timeline) snapshot() Timeline {
+	n := len(t.seconds)
+	for n > 0 && t.seconds[n-1].Load() == 0 {
+		n--
+	}
+	out := Timeline{Start: t.start, Envelopes: make([]int64, n), Later: t.later.Load()}
+	for i := range out.Envelopes {
+		out.Envelopes[i] = t.seconds[i].Load()
+	}
+	return out
+}
+
+// Total is the sum of every bucket and Later.
+func (t Timeline) Total() int64 {
+	n := t.Later
+	for _, v := range t.Envelopes {
+		n += v
+	}
+	return n
+}
+
+// DataEnvelopes is Stats().DataEnvelopes in one atomic load, cheap enough to
+// poll many times a second.
+func (s *Server) DataEnvelopes() int64 {
+	return s.stats.Load().dataEnvelopes.Load()
 }

@@ -41,17 +41,18 @@ type Config struct {
 }
 
 // Stats counts what a Writer did with the envelopes offered to it. Every
-// envelope offered is counted once: kept, skipped or an error.
+// envelope offered is counted once: kept, skipped or an error. The prom and
+// help tags name its series in the fake upstream's Prometheus form.
 type Stats struct {
-	Kept      int64 `json:"kept"`
-	KeptBytes int64 `json:"kept_bytes"` // decoded bytes of the kept envelopes
+	Kept      int64 `json:"kept" prom:"capture_kept_total" help:"Envelopes kept by the capture."`
+	KeptBytes int64 `json:"kept_bytes" prom:"capture_kept_bytes_total" help:"Decoded bytes of the envelopes kept by the capture."` // decoded bytes of the kept envelopes
 	// SkippedMax: offered once the capture was full; SkippedEvery: left
 	// out by Config.Every.
-	SkippedMax   int64 `json:"skipped_max"`
-	SkippedEvery int64 `json:"skipped_every"`
+	SkippedMax   int64 `json:"skipped_max" prom:"capture_skipped_total,reason=max" help:"Envelopes the capture did not keep, by why: over its bounds (max) or thinned out (every)."`
+	SkippedEvery int64 `json:"skipped_every" prom:"capture_skipped_total,reason=every"`
 	// Errors are envelopes not kept because writing them failed (a full
 	// disk, a directory gone); LastError is the latest such error.
-	Errors    int64  `json:"errors"`
+	Errors    int64  `json:"errors" prom:"capture_errors_total" help:"Envelopes the capture failed to write."`
 	LastError string `json:"last_error"`
 }
 
