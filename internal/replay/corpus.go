@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/relayload/relayload/internal/capture"
@@ -268,3 +269,20 @@ func (c *Corpus) digest() string {
 
 // String names the corpus: its directory and digest.
 func (c *Corpus) String() string { return c.dir + " (" + c.digest() + ")" }
+
+// FormatCounts writes counts by name as "event 10, transaction 5", the
+// largest first (ties by name), for one-line descriptions.
+func FormatCounts(m map[string]int) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
