@@ -21,6 +21,9 @@ import (
 	"github.com/relayload/relayload/internal/testutil"
 )
 
+// corpus is a directory of recorded envelopes (package replay's fixtures).
+const corpus = "../../internal/replay/testdata/corpus"
+
 func TestBadFlagsExit2WithOneLine(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -54,6 +57,10 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true", "--compare-in", "slices", "--rounds", "3"}, "--compare-in slices: does not go with"},
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true:/nonexistent.yml"}, `--compare "b=/bin/true:/nonexistent.yml"`},
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true:" + badSection(t)}, "the relayload section takes inbound_filters: true|false"},
+		{[]string{"--rates", "100", "--envelopes", corpus, "--mix", "errors=1"}, "--envelopes replays recorded envelopes: --mix does not apply"},
+		{[]string{"--rates", "100", "--envelopes", corpus, "--user-agents", "10"}, "--user-agents does not apply"},
+		{[]string{"--rates", "100", "--envelopes", t.TempDir()}, "--envelopes: replay: "},
+		{[]string{"--rates", "100", "--envelopes", "../../internal/replay/testdata/bad"}, "crlf.envelope: envelope: offset 34"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer
@@ -377,6 +384,7 @@ func TestRelayReportBadFlags(t *testing.T) {
 		{[]string{"--out", "x"}, "--relay-bin and --out are required"},
 		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--kind-rate", "0"}, "--kind-rate 0: want a rate above 0"},
 		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--relay-config", "/nonexistent.yml"}, "--relay-config"},
+		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--envelopes", "/nonexistent"}, "--envelopes: replay: "},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"relay-report"}, tc.args...), &stdout, &stderr)

@@ -69,3 +69,11 @@ func TestRelayReportCompareOptions(t *testing.T) {
 		t.Errorf("without --compare: %+v, %v", o, err)
 	}
 }
+
+// --envelopes reaches relay-report's options as a loaded corpus.
+func TestRelayReportEnvelopes(t *testing.T) {
+	o, _, err := relayReportOptions([]string{"--relay-bin", "/bin/true", "--out", t.TempDir(), "--envelopes", corpus}, io.Discard)
+	if err != nil || o.Corpus == nil || o.Corpus.Len() != 9 {
+		t.Fatalf("options %+v, %v", o, err)
+	}
+}

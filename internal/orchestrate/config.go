@@ -23,6 +23,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 )
 
 // Defaults for zero Config fields.
@@ -132,6 +133,11 @@ type Config struct {
 	UserAgents       int
 	UniqueUserAgents bool
 	Encoding         compression.Encoding
+	// Corpus, when set, is where the pool's envelopes come from instead of
+	// the generators: recorded envelopes (package replay), re-targeted to
+	// the projects and made fresh, PoolSize of them, built once per run as
+	// a generated pool is. Mix and the user-agent options do not apply.
+	Corpus *replay.Corpus
 	// MaxInflight and Timeout are passed to blast (0 = blast's defaults).
 	MaxInflight int
 	Timeout     time.Duration
@@ -350,6 +356,16 @@ func (c *Config) checkTraffic() error {
 	if c.Mix != nil {
 		if err := c.Mix.Validate(); err != nil {
 			return configerr.Wrap("Mix", err)
+		}
+	}
+	if c.Corpus != nil {
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"Mix", c.Mix != nil}, {"UserAgents", c.UserAgents != 0}, {"UniqueUserAgents", c.UniqueUserAgents}} {
+			if x.set {
+				return configerr.New(x.field, "does not apply to recorded envelopes (%s)", "Corpus")
+			}
 		}
 	}
 	return nil

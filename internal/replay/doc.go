@@ -23,7 +23,8 @@
 // Entry i of a pool replays file i mod n, the n files in name order, so a
 // pool the size of a dump replays the dump's envelopes in its order; a
 // pool smaller than the corpus replays its first files. An entry's kind
-// is that of its first item that is not a client report: event is errors,
+// is that of its first item that is neither a client report nor metrics
+// (else of its first item; CarriesData tells those kinds): event is errors,
 // transaction transactions, session and sessions sessions, check_in
 // checkins, log logs, and any other type its own name. Items counts a
 // container's records (item_count), as the generated pool does.

@@ -295,12 +295,22 @@ func hasHexDigit(b []byte) bool {
 	return false
 }
 
+// metaTypes are the item types that carry no data of their own: client
+// reports and metrics, which Relay turns into outcomes and metrics (the
+// fake upstream does not count an envelope of them alone as forwarded).
+var metaTypes = map[string]bool{"client_report": true, "metric_buckets": true, "statsd": true, "metric_meta": true}
+
+// CarriesData reports whether envelopes of kind k carry data: false for
+// the kinds of envelopes that hold only client reports or metrics, which
+// Relay does not forward as envelopes of their own.
+func CarriesData(k pool.Kind) bool { return !metaTypes[string(k)] }
+
 // kindOf is an envelope's kind from its item types: that of its first
-// item that is not a client report.
+// item that is neither a client report nor metrics (else of its first).
 func kindOf(types []string) pool.Kind {
 	t := types[0]
 	for _, x := range types {
-		if x != "client_report" {
+		if !metaTypes[x] {
 			t = x
 			break
 		}
