@@ -8,6 +8,12 @@
 //	GOBIN=$(mktemp -d) go install github.com/tsenart/vegeta/v12@latest   # optional
 //	go run ./internal/cmd/blastbench -blast /tmp/blast -vegeta $GOBIN/vegeta -rates 10000,20000 -duration 5s
 //
+// With -replay every blast run is made twice, in alternating order: with
+// the generated pool and with a replay of its dump (blast --envelopes), and
+// a last table gives blast's CPU per request with each and their ratio:
+//
+//	go run ./internal/cmd/blastbench -blast /tmp/blast -replay -rates 20000 -repeat 6
+//
 // Everything runs on loopback with bounded durations. The numbers depend on
 // the machine; the load average is printed next to each row because this
 // box is shared.
@@ -68,6 +74,9 @@ type options struct {
 	workDir          string
 	repeat           int
 	upstream         string // fake-upstream binary, or "" for the null sink
+	// replay alternates every blast run between the generated pool and a
+	// replay of its dump (blast --envelopes) and compares their CPU per request.
+	replay bool
 }
 
 // parseFlags parses args into options with fs (flag.CommandLine in main, so
@@ -92,6 +101,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.workDir, "dir", "", "work directory (default: a temp dir, removed)")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs of each blast configuration (the box is noisy: every run is listed)")
 	fs.StringVar(&o.upstream, "upstream", "", "fake-upstream binary: use it (decoding and counting every envelope) as the sink instead of the null sink")
+	fs.BoolVar(&o.replay, "replay", false, "run every blast configuration twice per repeat, with the generated pool and with a replay of its dump (--envelopes), in alternating order, and compare their CPU per request")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -135,7 +145,66 @@ func bench(o options) error {
 	fmt.Printf("\n%d-envelope %s pool, mix %s, %s measured after %s warm-up; %s in its own process; loopback; %d CPUs\n",
 		o.poolSize, o.encoding, o.mix, o.duration, o.warmup, s.name, numCPU())
 	printRows(os.Stdout, rows)
+	if o.replay {
+		printReplay(os.Stdout, rows)
+	}
 	return nil
+}
+
+// replaySuffix marks the rows of runs that replayed the dump.
+const replaySuffix = " replay"
+
+// printReplay compares, per rate and client, blast's CPU per request with
+// the replayed pool against the generated one: the mean of each over the
+// repeats, and their ratio.
+func printReplay(w io.Writer, rows []row) {
+	type key struct {
+		rate   float64
+		client string
+	}
+	type sums struct{ gen, rep []time.Duration }
+	var order []key
+	by := map[key]*sums{}
+	for _, r := range rows {
+		if r.tool != "blast" {
+			continue
+		}
+		client, replayed := strings.CutSuffix(r.config, replaySuffix)
+		k := key{r.rate, client}
+		if by[k] == nil {
+			by[k] = &sums{}
+			order = append(order, k)
+		}
+		if replayed {
+			by[k].rep = append(by[k].rep, r.cpuPerReq)
+		} else {
+			by[k].gen = append(by[k].gen, r.cpuPerReq)
+		}
+	}
+	fmt.Fprintln(w, "\nblast CPU per request, replayed pool (--envelopes of its dump) against the generated pool, runs alternating:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target/s\tclient\truns each\tgenerated\treplayed\treplayed/generated\t")
+	for _, k := range order {
+		g, r := mean(by[k].gen), mean(by[k].rep)
+		ratio := 0.0
+		if g > 0 {
+			ratio = float64(r) / float64(g)
+		}
+		fmt.Fprintf(tw, "%.0f\t%s\t%d\t%.2fµs\t%.2fµs\t%.3f\t\n", k.rate, k.client, min(len(by[k].gen), len(by[k].rep)),
+			float64(g)/1e3, float64(r)/1e3, ratio)
+	}
+	tw.Flush()
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
 }
 
 // sinkProc is the sink process the generators send to.
@@ -192,14 +261,32 @@ func runAll(o options, dir string, s *sinkProc) ([]row, error) {
 		rows = append(rows, r)
 		printRows(os.Stderr, rows[len(rows)-1:])
 	}
+	corpus := ""
+	if o.replay {
+		corpus = filepath.Join(dir, "corpus")
+		if err := dumpPool(o.blastBin, corpus, o.poolSize, o.encoding, o.mix); err != nil {
+			return nil, err
+		}
+	}
 	for _, rate := range o.rates {
 		for _, client := range o.clients {
-			for range o.repeat {
-				r, err := runBlast(o, dir, s.target, s.pid(), rate, client)
-				if err != nil {
-					return nil, err
+			for i := range o.repeat {
+				// With -replay, ABBA: the order alternates so that drift of the
+				// machine weighs on both pools alike.
+				sources := []string{""}
+				if o.replay {
+					sources = []string{"", corpus}
+					if i%2 == 1 {
+						sources = []string{corpus, ""}
+					}
 				}
-				add(r)
+				for _, src := range sources {
+					r, err := runBlast(o, dir, s.target, s.pid(), rate, client, src)
+					if err != nil {
+						return nil, err
+					}
+					add(r)
+				}
 			}
 		}
 	}
@@ -291,12 +378,19 @@ func fmtD(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", float64(d)/1e6)
 }
 
-// runBlast runs the blast binary once and measures it.
-func runBlast(o options, dir, target string, sinkPID int, rate float64, client string) (row, error) {
+// runBlast runs the blast binary once and measures it: with the generated
+// pool, or with corpus (a dump of it) replayed when corpus is set.
+func runBlast(o options, dir, target string, sinkPID int, rate float64, client, corpus string) (row, error) {
 	out := filepath.Join(dir, fmt.Sprintf("blast-%s-%.0f.json", strings.ReplaceAll(client, "/", ""), rate))
-	cmd := exec.Command(o.blastBin, "--target", target, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
+	args := []string{"--target", target, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
 		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "--pool", strconv.Itoa(o.poolSize),
-		"--encoding", o.encoding, "--mix", o.mix, "--client", client, "--out", out)
+		"--encoding", o.encoding, "--client", client, "--out", out}
+	if corpus != "" {
+		args = append(args, "--envelopes", corpus)
+	} else {
+		args = append(args, "--mix", o.mix)
+	}
+	cmd := exec.Command(o.blastBin, args...)
 	stderr, _ := cmd.StderrPipe()
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -326,7 +420,11 @@ func runBlast(o options, dir, target string, sinkPID int, rate float64, client s
 		return row{}, rerr
 	}
 	fmt.Fprint(os.Stderr, stdout.String())
-	return blastRow(res, rate, client, m), nil
+	config := client
+	if corpus != "" {
+		config += replaySuffix
+	}
+	return blastRow(res, rate, config, m), nil
 }
 
 // blastRun is what runBlast measured around one blast run, from the kernel.
@@ -434,12 +532,20 @@ func verdict(r row) string {
 	return strings.Join(v, ", ")
 }
 
+// dumpPool writes the pool blast builds with these options to dir (blast --dump).
+func dumpPool(bin, dir string, size int, enc, mix string) error {
+	if out, err := exec.Command(bin, "--dump", dir, "--pool", strconv.Itoa(size), "--encoding", enc, "--mix", mix).CombinedOutput(); err != nil {
+		return fmt.Errorf("blast --dump: %w: %s", err, out)
+	}
+	return nil
+}
+
 // vegetaTargets writes vegeta JSON targets (one per line, body base64) from
 // a `blast --dump` of the same pool.
 func vegetaTargets(bin, dir, target, path string, size int, enc, mix string) error {
 	dump := filepath.Join(dir, "dump")
-	if out, err := exec.Command(bin, "--dump", dump, "--pool", strconv.Itoa(size), "--encoding", enc, "--mix", mix).CombinedOutput(); err != nil {
-		return fmt.Errorf("blast --dump: %w: %s", err, out)
+	if err := dumpPool(bin, dump, size, enc, mix); err != nil {
+		return err
 	}
 	b, err := os.ReadFile(filepath.Join(dump, "manifest.json"))
 	if err != nil {

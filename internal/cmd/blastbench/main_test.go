@@ -35,6 +35,26 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
+// -replay alternates the generated pool and its dump replayed, and
+// compares the two.
+func TestReplaySmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries and runs blast four times")
+	}
+	blastBin := testutil.Build(t, "github.com/relayload/relayload/cmd/blast")
+	benchBin := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/blastbench")
+	out, err := exec.Command(benchBin, "-blast", blastBin, "-rates", "300", "-duration", "1s", "-warmup", "200ms",
+		"-pool", "200", "-replay", "-repeat", "2").Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := string(out)
+	if strings.Count(s, "  blast fasthttp replay ") != 2 || strings.Count(s, "  blast fasthttp 300/s") != 2 ||
+		!regexp.MustCompile(`(?m)^ +300 +fasthttp +2 +[0-9.]+µs +[0-9.]+µs +[0-9.]+ *$`).MatchString(s) {
+		t.Fatalf("unexpected output:\n%s", s)
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
