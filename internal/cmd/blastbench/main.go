@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -181,30 +182,63 @@ func printReplay(w io.Writer, rows []row) {
 			by[k].gen = append(by[k].gen, r.cpuPerReq)
 		}
 	}
-	fmt.Fprintln(w, "\nblast CPU per request, replayed pool (--envelopes of its dump) against the generated pool, runs alternating:")
+	fmt.Fprintln(w, "\nblast CPU per request, replayed pool (--envelopes of its dump) against the generated pool, runs alternating;")
+	fmt.Fprintln(w, "pair i is the i-th run of each: the median of the pairs' ratios is the least swayed by a disturbed run")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target/s\tclient\truns each\tgenerated\treplayed\treplayed/generated\t")
+	fmt.Fprintln(tw, "target/s\tclient\tpairs\tgenerated mean\treplayed mean\tratio of means\tgenerated median\treplayed median\tmedian pair ratio\t")
 	for _, k := range order {
-		g, r := mean(by[k].gen), mean(by[k].rep)
-		ratio := 0.0
-		if g > 0 {
-			ratio = float64(r) / float64(g)
+		g, r := by[k].gen, by[k].rep
+		n := min(len(g), len(r))
+		var ratios []float64
+		for i := range n {
+			if g[i] > 0 {
+				ratios = append(ratios, float64(r[i])/float64(g[i]))
+			}
 		}
-		fmt.Fprintf(tw, "%.0f\t%s\t%d\t%.2fµs\t%.2fµs\t%.3f\t\n", k.rate, k.client, min(len(by[k].gen), len(by[k].rep)),
-			float64(g)/1e3, float64(r)/1e3, ratio)
+		fmt.Fprintf(tw, "%.0f\t%s\t%d\t%.2fµs\t%.2fµs\t%.3f\t%.2fµs\t%.2fµs\t%.3f\t\n", k.rate, k.client, n,
+			us(mean(g)), us(mean(r)), ratio(mean(r), mean(g)), us(median(g)), us(median(r)), medianF(ratios))
 	}
 	tw.Flush()
 }
 
-func mean(ds []time.Duration) time.Duration {
+func us(d float64) float64 { return d / 1e3 }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func mean(ds []time.Duration) float64 {
 	if len(ds) == 0 {
 		return 0
 	}
-	var sum time.Duration
+	var sum float64
 	for _, d := range ds {
-		sum += d
+		sum += float64(d)
 	}
-	return sum / time.Duration(len(ds))
+	return sum / float64(len(ds))
+}
+
+func median(ds []time.Duration) float64 {
+	fs := make([]float64, len(ds))
+	for i, d := range ds {
+		fs[i] = float64(d)
+	}
+	return medianF(fs)
+}
+
+func medianF(fs []float64) float64 {
+	if len(fs) == 0 {
+		return 0
+	}
+	fs = slices.Clone(fs)
+	slices.Sort(fs)
+	if n := len(fs); n%2 == 1 {
+		return fs[n/2]
+	}
+	return (fs[len(fs)/2-1] + fs[len(fs)/2]) / 2
 }
 
 // sinkProc is the sink process the generators send to.
