@@ -163,7 +163,7 @@ func printReplay(w io.Writer, rows []row) {
 		rate   float64
 		client string
 	}
-	type sums struct{ gen, rep []time.Duration }
+	type sums struct{ gen, rep, genSink, repSink []time.Duration }
 	var order []key
 	by := map[key]*sums{}
 	for _, r := range rows {
@@ -177,26 +177,31 @@ func printReplay(w io.Writer, rows []row) {
 			order = append(order, k)
 		}
 		if replayed {
-			by[k].rep = append(by[k].rep, r.cpuPerReq)
+			by[k].rep, by[k].repSink = append(by[k].rep, r.cpuPerReq), append(by[k].repSink, r.sinkCPUPerReq)
 		} else {
-			by[k].gen = append(by[k].gen, r.cpuPerReq)
+			by[k].gen, by[k].genSink = append(by[k].gen, r.cpuPerReq), append(by[k].genSink, r.sinkCPUPerReq)
 		}
 	}
 	fmt.Fprintln(w, "\nblast CPU per request, replayed pool (--envelopes of its dump) against the generated pool, runs alternating;")
-	fmt.Fprintln(w, "pair i is the i-th run of each: the median of the pairs' ratios is the least swayed by a disturbed run")
+	fmt.Fprintln(w, "pair i is the i-th run of each: the median of the pairs' ratios is the least swayed by a disturbed run;")
+	fmt.Fprintln(w, "per sink CPU: the same with each run's CPU per request divided by the sink's, which a busy machine slows alike")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target/s\tclient\tpairs\tgenerated mean\treplayed mean\tratio of means\tgenerated median\treplayed median\tmedian pair ratio\t")
+	fmt.Fprintln(tw, "target/s\tclient\tpairs\tgenerated mean\treplayed mean\tratio of means\tgenerated median\treplayed median\tmedian pair ratio\tper sink CPU\t")
 	for _, k := range order {
-		g, r := by[k].gen, by[k].rep
+		s := by[k]
+		g, r := s.gen, s.rep
 		n := min(len(g), len(r))
-		var ratios []float64
+		var ratios, perSink []float64
 		for i := range n {
 			if g[i] > 0 {
 				ratios = append(ratios, float64(r[i])/float64(g[i]))
 			}
+			if g[i] > 0 && s.genSink[i] > 0 && s.repSink[i] > 0 {
+				perSink = append(perSink, ratio(float64(r[i])/float64(s.repSink[i]), float64(g[i])/float64(s.genSink[i])))
+			}
 		}
-		fmt.Fprintf(tw, "%.0f\t%s\t%d\t%.2fµs\t%.2fµs\t%.3f\t%.2fµs\t%.2fµs\t%.3f\t\n", k.rate, k.client, n,
-			us(mean(g)), us(mean(r)), ratio(mean(r), mean(g)), us(median(g)), us(median(r)), medianF(ratios))
+		fmt.Fprintf(tw, "%.0f\t%s\t%d\t%.2fµs\t%.2fµs\t%.3f\t%.2fµs\t%.2fµs\t%.3f\t%.3f\t\n", k.rate, k.client, n,
+			us(mean(g)), us(mean(r)), ratio(mean(r), mean(g)), us(median(g)), us(median(r)), medianF(ratios), medianF(perSink))
 	}
 	tw.Flush()
 }

@@ -50,7 +50,7 @@ func TestReplaySmoke(t *testing.T) {
 	}
 	s := string(out)
 	if strings.Count(s, "  blast fasthttp replay ") != 2 || strings.Count(s, "  blast fasthttp 300/s") != 2 ||
-		!regexp.MustCompile(`(?m)^ +300 +fasthttp +2 +[0-9.]+µs +[0-9.]+µs +[0-9.]+ +[0-9.]+µs +[0-9.]+µs +[0-9.]+ *$`).MatchString(s) {
+		!regexp.MustCompile(`(?m)^ +300 +fasthttp +2 +[0-9.]+µs +[0-9.]+µs +[0-9.]+ +[0-9.]+µs +[0-9.]+µs +[0-9.]+ +[0-9.]+ *$`).MatchString(s) {
 		t.Fatalf("unexpected output:\n%s", s)
 	}
 }
@@ -190,15 +190,15 @@ func TestPrintReplay(t *testing.T) {
 	us := time.Microsecond
 	var rows []row
 	for i, c := range [][2]time.Duration{{10 * us, 11 * us}, {20 * us, 22 * us}, {30 * us, 27 * us}} {
-		rows = append(rows, row{tool: "blast", config: "fasthttp", rate: 20000, cpuPerReq: c[0]},
-			row{tool: "blast", config: "fasthttp replay", rate: 20000, cpuPerReq: c[1]})
+		rows = append(rows, row{tool: "blast", config: "fasthttp", rate: 20000, cpuPerReq: c[0], sinkCPUPerReq: c[0]},
+			row{tool: "blast", config: "fasthttp replay", rate: 20000, cpuPerReq: c[1], sinkCPUPerReq: c[0] * 2})
 		if i == 0 {
 			rows = append(rows, row{tool: "vegeta", config: "128 workers", rate: 20000, cpuPerReq: time.Second})
 		}
 	}
 	var b strings.Builder
 	printReplay(&b, rows)
-	want := regexp.MustCompile(`(?m)^ +20000 +fasthttp +3 +20.00µs +20.00µs +1.000 +20.00µs +22.00µs +1.100$`)
+	want := regexp.MustCompile(`(?m)^ +20000 +fasthttp +3 +20.00µs +20.00µs +1.000 +20.00µs +22.00µs +1.100 +0.550$`)
 	if !want.MatchString(b.String()) {
 		t.Errorf("table:\n%s", b.String())
 	}
