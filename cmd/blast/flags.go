@@ -14,7 +14,7 @@ import (
 // options are blast's flags as given, and the values parsed from them.
 type options struct {
 	target, rate, mix, projectsFrom, encoding, out, dump, shardSpec, client, sdkClient, cpuProfile string
-	agentsFile                                                                                     string
+	agentsFile, envelopes                                                                          string
 
 	duration, warmup, timeout, grace   time.Duration
 	count                              int64
@@ -23,6 +23,9 @@ type options struct {
 	concurrency, maxInflight, maxConns int
 	zipfS                              float64
 	uniqueUA, progress                 bool
+
+	// set are the flags given on the command line.
+	set map[string]bool
 
 	// Parsed by check.
 	rateV         float64
@@ -50,6 +53,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.poolSize, "pool", 20000, "envelopes in the pool (sent cyclically)")
 	fs.StringVar(&o.encoding, "encoding", "zstd", "Content-Encoding `NAME` of the bodies: identity, gzip, deflate, br, zstd")
 	fs.StringVar(&o.out, "out", "", "write the result as JSON to `FILE` (blast merge reads it)")
+	fs.StringVar(&o.envelopes, "envelopes", "", "build the pool from the recorded *.envelope files in `DIR` (a fake-upstream --capture or a blast --dump) instead of generating it: each re-targeted to the projects, with new ids and current timestamps")
 	fs.StringVar(&o.dump, "dump", "", "write the pool to `DIR` (envelopes + manifest.json) and exit")
 	fs.IntVar(&o.concurrency, "concurrency", blast.DefaultConcurrency, "closed-loop workers with --rate max")
 	fs.IntVar(&o.maxInflight, "max-inflight", blast.DefaultMaxInflight, "requests in flight at most; slots beyond are dropped")
@@ -74,8 +78,8 @@ var help = cli.Help{
 	Examples: []cli.Example{
 		{What: "1,000 envelopes per second for 30 s at a Relay, errors only",
 			Command: "blast --target http://127.0.0.1:3000 --rate 1000 --duration 30s --mix errors=1"},
-		{What: "A Relay run by hand against a fake-upstream: take its projects so that Relay knows the keys",
-			Command: "blast --target http://127.0.0.1:3000 --projects-from http://127.0.0.1:8000/projects --rate 500"},
+		{What: "A Relay run by hand against a fake-upstream: its projects, so that Relay knows the keys, and envelopes it captured earlier (fake-upstream --capture), made fresh",
+			Command: "blast --target http://127.0.0.1:3000 --projects-from http://127.0.0.1:8000/projects \\\n    --envelopes captured/ --rate 500"},
 		{What: "20,000/s from two machines (or processes), then one result",
 			Command: "blast --target http://127.0.0.1:3000 --rate 20000 --shard 0/2 --out a.json\n" +
 				"blast --target http://127.0.0.1:3000 --rate 20000 --shard 1/2 --out b.json\n" +
@@ -85,7 +89,7 @@ var help = cli.Help{
 		{Title: "Target", Flags: []string{"target", "client", "sdk-client", "max-conns", "max-inflight", "timeout"}},
 		{Title: "Traffic", Flags: []string{"rate", "duration", "count", "warmup", "concurrency", "shard", "grace"}},
 		{Title: "Pool", Flags: []string{"mix", "encoding", "pool", "seed", "projects", "projects-from", "zipf-s",
-			"user-agents", "user-agents-file", "unique-user-agents", "dump"}},
+			"user-agents", "user-agents-file", "unique-user-agents", "envelopes", "dump"}},
 		{Title: "Output", Flags: []string{"out", "progress", "cpuprofile"}},
 	},
 	After: exitStatus,
@@ -115,6 +119,13 @@ func (o *options) check() error {
 	}
 	if o.shard, o.shards, err = blast.ParseShard(o.shardSpec); err != nil {
 		return err
+	}
+	if o.envelopes != "" {
+		for _, f := range []string{"mix", "user-agents", "unique-user-agents", "zipf-s"} {
+			if o.set[f] {
+				return cli.Usagef("--envelopes replays recorded envelopes: --%s does not apply", f)
+			}
+		}
 	}
 	if o.mixV, err = pool.ParseMix(o.mix); err != nil {
 		return cli.Usagef("--mix: %w", err)

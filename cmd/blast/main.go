@@ -6,6 +6,7 @@
 //	blast --target ... --rate 20000 --shard 0/2 --out a.json   (and 1/2 elsewhere)
 //	blast merge a.json b.json
 //	blast --dump DIR --pool 1000 --encoding zstd
+//	blast --target ... --envelopes DIR   (a capture or a dump, replayed)
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/projects"
 )
 
@@ -75,6 +77,8 @@ func blastCmd(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	// Validate everything before building or sending anything.
 	if err := o.check(); err != nil {
 		return err
@@ -109,15 +113,35 @@ func (o *options) buildPool(ctx context.Context, stdout, stderr io.Writer) (*poo
 	if note := opts.AgentsNote(); note != "" {
 		fmt.Fprintln(stderr, "blast: "+note)
 	}
+	var corpus *replay.Corpus
+	if o.envelopes != "" {
+		if corpus, err = replay.Load(o.envelopes, 0); err != nil {
+			return nil, cli.Usagef("--envelopes: %w", err)
+		}
+		fmt.Fprintln(stderr, "corpus: "+corpusLine(corpus.Summary()))
+		opts.Mix, opts.ZipfS, opts.UserAgents = nil, 0, 0
+	}
 	// Before building: the pool is allocated whole.
-	mem, err := blast.CheckPoolMemory(ctx, opts, o.dump != "", procfs.DefaultMountPoint)
+	var mem blast.PoolMemory
+	if corpus != nil {
+		var est pool.Estimate
+		if est, err = replay.Estimate(ctx, corpus, opts); err == nil {
+			mem, err = blast.CheckMemory(est, o.dump != "", procfs.DefaultMountPoint)
+		}
+	} else {
+		mem, err = blast.CheckPoolMemory(ctx, opts, o.dump != "", procfs.DefaultMountPoint)
+	}
 	if err == nil && os.Getenv("GOMEMLIMIT") == "" && mem.Limit != "" {
 		// The build's garbage is collected before the heap outgrows the
 		// machine (by default the heap may grow to twice what is live).
 		debug.SetMemoryLimit(mem.Available)
 	}
 	var p *pool.Pool
-	if err == nil {
+	switch {
+	case err != nil:
+	case corpus != nil:
+		p, err = replay.Build(ctx, corpus, opts)
+	default:
 		p, err = pool.Build(ctx, opts)
 	}
 	if err != nil {
@@ -223,6 +247,11 @@ func merge(args []string, stdout io.Writer) error {
 		}
 	}
 	return m.Check()
+}
+
+// corpusLine describes a corpus in one line.
+func corpusLine(s replay.Summary) string {
+	return fmt.Sprintf("%s: %d envelope files (%.1f MiB, %s), items %s", s.Dir, s.Files, float64(s.Bytes)/(1<<20), s.Digest, replay.FormatCounts(s.ItemTypes))
 }
 
 // isTerminal reports whether f is a character device (a terminal).

@@ -58,6 +58,9 @@ func runBlast(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 // Bad input: one line on stderr, exit status 2, nothing sent.
+// corpus is a directory of recorded envelopes (package replay's fixtures).
+const corpus = "../../internal/replay/testdata/corpus"
+
 func TestBadInput(t *testing.T) {
 	srv, n := sink(t)
 	ok := []string{"--target", srv.URL, "--count", "10", "--pool", "20"}
@@ -88,6 +91,12 @@ func TestBadInput(t *testing.T) {
 		{"--projects", "0"},
 		{"--no-such-flag"},
 		{"stray-argument"},
+		{"--envelopes", corpus, "--mix", "errors=1"},
+		{"--envelopes", corpus, "--zipf-s", "1.5"},
+		{"--envelopes", corpus, "--unique-user-agents"},
+		{"--envelopes", t.TempDir()},
+		{"--envelopes", "/nonexistent"},
+		{"--envelopes", "../../internal/replay/testdata/bad"},
 	} {
 		args := append(append([]string{}, ok...), tc...)
 		_, stderr, code := runBlast(t, args...)
@@ -255,6 +264,50 @@ func TestProjectsFromUpstream(t *testing.T) {
 	}
 	if _, stderr, code := runBlast(t, "--target", srv.URL, "--projects-from", srv.URL+"/nothing", "--count", "5"); code == 0 {
 		t.Fatalf("bad --projects-from succeeded: %s", stderr)
+	}
+}
+
+// A dump replayed with --envelopes sends the same items, by type, as the
+// generated pool it was dumped from, to a real fake upstream that accepts
+// them all; a capture-style corpus of foreign projects is accepted too.
+func TestEnvelopes(t *testing.T) {
+	ps, err := projects.Generate(1, 100) // blast's default --seed and --projects
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := upstream.Start(upstream.Config{Projects: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	dump := filepath.Join(t.TempDir(), "dump")
+	if _, stderr, code := runBlast(t, "--dump", dump, "--pool", "80", "--encoding", "zstd"); code != 0 {
+		t.Fatalf("dump: exit %d: %s", code, stderr)
+	}
+	send := func(extra ...string) upstream.Stats {
+		t.Helper()
+		up.ResetStats()
+		args := append([]string{"--target", up.URL, "--pool", "80", "--count", "160", "--rate", "2000", "--timeout", "30s"}, extra...)
+		stdout, stderr, code := runBlast(t, args...)
+		wantMeasured(t, code, stdout, stderr)
+		st := up.Stats()
+		if st.Envelopes != 160 || len(st.Errors) > 0 {
+			t.Fatalf("%v: upstream accepted %d of 160 (errors %v)\n%s", extra, st.Envelopes, st.Errors, stdout)
+		}
+		return st
+	}
+	gen := send()
+	rep := send("--envelopes", dump)
+	if fmt.Sprint(gen.ItemsByType) != fmt.Sprint(rep.ItemsByType) || fmt.Sprint(gen.RecordsByType) != fmt.Sprint(rep.RecordsByType) {
+		t.Errorf("items by type: generated %v, replayed %v; records %v, %v", gen.ItemsByType, rep.ItemsByType, gen.RecordsByType, rep.RecordsByType)
+	}
+	if fmt.Sprint(gen.TopProjects) != fmt.Sprint(rep.TopProjects) {
+		t.Errorf("projects: generated %v, replayed %v", gen.TopProjects, rep.TopProjects)
+	}
+	up.ResetStats()
+	_, stderr, _ := runBlast(t, "--target", up.URL, "--pool", "9", "--count", "9", "--rate", "500", "--envelopes", corpus)
+	if st := up.Stats(); st.Envelopes != 9 || !strings.Contains(stderr, "corpus: "+corpus+": 9 envelope files") {
+		t.Errorf("fixture corpus: upstream accepted %d of 9 (errors %v); stderr %s", st.Envelopes, st.Errors, stderr)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/internal/useragent"
 )
 
@@ -21,7 +22,7 @@ type options struct {
 	relayBin, relayName, rates, maxRSS, quotasFile, fault, relayConf string
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
 	statsdListen, mix, encoding, out, baseline, failOn               string
-	compareIn, precision, processNoise, agentsFile                   string
+	compareIn, precision, processNoise, agentsFile, envelopes        string
 
 	concurrency, rounds, userAgents, poolSize, projects, maxInflight, probes int
 	seed                                                                     uint64
@@ -33,6 +34,9 @@ type options struct {
 
 	compare, metrics cli.List
 	quotas           cli.Repeated
+
+	// set are the flags given on the command line.
+	set map[string]bool
 }
 
 // define binds the flags to o. A `word` in a meaning names the value in
@@ -70,6 +74,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.statsdListen, "statsd-listen", "", "run the built-in StatsD receiver on `ADDR` (e.g. 127.0.0.1:0) and point Relay at it")
 	fs.Var(&o.metrics, "statsd-metric", "timer or counter `NAME` to report from --statsd-listen (repeatable or comma-separated)")
 	fs.StringVar(&o.mix, "mix", "", "envelope kinds and `WEIGHTS`, e.g. errors=3,transactions=2,sessions=1,checkins=1,logs=1")
+	fs.StringVar(&o.envelopes, "envelopes", "", "replay the recorded *.envelope files in `DIR` (a fake-upstream --capture or a blast --dump) instead of generating the pool: re-targeted to the projects, with new ids and current timestamps")
 	fs.IntVar(&o.userAgents, "user-agents", pool.DefaultUserAgents, "distinct user agents, drawn with Zipf")
 	fs.BoolVar(&o.uniqueUA, "unique-user-agents", false, "every envelope gets a user agent no other has (of --user-agents-file: each in turn)")
 	fs.StringVar(&o.agentsFile, "user-agents-file", "", userAgentsFileUsage)
@@ -109,7 +114,7 @@ var help = cli.Help{
 			Command: "orchestrate --relay-bin ./relay-main --relay-name main --compare pr=./relay-pr \\\n    --rates 300 --precision 3% --budget 10m"},
 	},
 	Groups: []cli.Group{
-		{Title: "Traffic", Flags: []string{"rates", "duration", "warmup", "idle", "rounds", "concurrency", "mix", "encoding",
+		{Title: "Traffic", Flags: []string{"rates", "duration", "warmup", "idle", "rounds", "concurrency", "mix", "envelopes", "encoding",
 			"projects", "pool", "seed", "user-agents", "user-agents-file", "unique-user-agents", "max-inflight", "timeout"}},
 		{Title: "Relay", Flags: []string{"relay-bin", "relay-name", "relay-config", "relay-log-level", "relay-cpus",
 			"harness-cpus", "max-relay-rss", "ready-timeout", "shutdown-timeout"}},
@@ -138,7 +143,7 @@ func flagNames() map[string]string {
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on", "Agents": "--user-agents-file",
-		"Slices": "--compare-in slices", "Slice": "--slice", "Precision": "--precision", "ProcessNoise": "--process-noise", "Budget": "--budget",
+		"Slices": "--compare-in slices", "Corpus": "--envelopes", "Slice": "--slice", "Precision": "--precision", "ProcessNoise": "--process-noise", "Budget": "--budget",
 	}
 }
 
@@ -321,6 +326,21 @@ func readAgents(path string) ([]useragent.Weighted, error) {
 	return l, nil
 }
 
+// loadCorpus reads --envelopes, refusing the pool flags that do not apply
+// to recorded envelopes (set: the flags given).
+func loadCorpus(dir string, set map[string]bool) (*replay.Corpus, error) {
+	for _, f := range []string{"mix", "user-agents", "user-agents-file", "unique-user-agents"} {
+		if set[f] {
+			return nil, cli.Usagef("--envelopes replays recorded envelopes: --%s does not apply", f)
+		}
+	}
+	c, err := replay.Load(dir, 0)
+	if err != nil {
+		return nil, cli.Usagef("--envelopes: %w", err)
+	}
+	return c, nil
+}
+
 // specs parses the flags whose values are specs or files.
 func (o *options) specs(cfg *orchestrate.Config) error {
 	rss, err := upstreamflag.ParseSize(o.maxRSS)
@@ -344,6 +364,12 @@ func (o *options) specs(cfg *orchestrate.Config) error {
 		if cfg.Mix, err = pool.ParseMix(o.mix); err != nil {
 			return cli.Usagef("--mix: %w", err)
 		}
+	}
+	if o.envelopes != "" {
+		if cfg.Corpus, err = loadCorpus(o.envelopes, o.set); err != nil {
+			return err
+		}
+		cfg.UserAgents = 0
 	}
 	if cfg.Encoding, err = compression.ParseEncoding(o.encoding); err != nil {
 		return cli.Usagef("--encoding: %w", err)

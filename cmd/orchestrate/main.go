@@ -45,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var cfg orchestrate.Config
 	var g gate
 	if err == nil {

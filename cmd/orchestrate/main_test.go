@@ -21,6 +21,9 @@ import (
 	"github.com/relayload/relayload/internal/testutil"
 )
 
+// corpus is a directory of recorded envelopes (package replay's fixtures).
+const corpus = "../../internal/replay/testdata/corpus"
+
 func TestBadFlagsExit2WithOneLine(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -56,6 +59,10 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true:" + badSection(t)}, "the relayload section takes inbound_filters: true|false"},
 		{[]string{"--rates", "100", "--user-agents-file", agentsFile(t, "curl/8.5.0\t2\nWget/1.21.4\n")}, "a.txt:2: no weight, but line 1 has one"},
 		{[]string{"--rates", "100", "--user-agents-file", agentsFile(t, "# nothing\n")}, "a.txt: no agents"},
+		{[]string{"--rates", "100", "--envelopes", corpus, "--mix", "errors=1"}, "--envelopes replays recorded envelopes: --mix does not apply"},
+		{[]string{"--rates", "100", "--envelopes", corpus, "--user-agents", "10"}, "--user-agents does not apply"},
+		{[]string{"--rates", "100", "--envelopes", t.TempDir()}, "--envelopes: replay: "},
+		{[]string{"--rates", "100", "--envelopes", "../../internal/replay/testdata/bad"}, "crlf.envelope: envelope: offset 34"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer
@@ -380,6 +387,7 @@ func TestRelayReportBadFlags(t *testing.T) {
 		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--kind-rate", "0"}, "--kind-rate 0: want a rate above 0"},
 		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--relay-config", "/nonexistent.yml"}, "--relay-config"},
 		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--user-agents-file", agentsFile(t, "a/1\na/1\n")}, "a.txt:2: the agent of line 1 again"},
+		{[]string{"--relay-bin", "/bin/true", "--out", "x", "--envelopes", "/nonexistent"}, "--envelopes: replay: "},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"relay-report"}, tc.args...), &stdout, &stderr)

@@ -35,7 +35,7 @@ var relayReportHelp = cli.Help{
 	},
 	Groups: []cli.Group{
 		{Title: "Relay", Flags: []string{"relay-bin", "relay-name", "relay-config", "perf"}},
-		{Title: "Traffic", Flags: []string{"duration", "kind-rate", "user-agents-file"}},
+		{Title: "Traffic", Flags: []string{"duration", "kind-rate", "user-agents-file", "envelopes"}},
 		{Title: "Comparing builds", Flags: []string{"compare", "slice", "budget", "precision"}},
 		{Title: "Output", Flags: []string{"out", "quiet"}},
 	},
@@ -44,11 +44,11 @@ var relayReportHelp = cli.Help{
 
 // rrFlags are relay-report's flags as given.
 type rrFlags struct {
-	relayBin, relayName, out, conf, compare, precision *string
-	agents                                             *string // --user-agents-file
-	duration, slice, budget                            *time.Duration
-	kindRate                                           *float64
-	perf, quiet                                        *bool
+	relayBin, relayName, out, conf, compare, precision, envelopes *string
+	agents                                                        *string // --user-agents-file
+	duration, slice, budget                                       *time.Duration
+	kindRate                                                      *float64
+	perf, quiet                                                   *bool
 }
 
 // defineRelayReport defines relay-report's flags on fs.
@@ -59,6 +59,7 @@ func defineRelayReport(fs *flag.FlagSet) rrFlags {
 		out:       fs.String("out", "", "`DIR` for report.md and each section's full report (required)"),
 		duration:  fs.Duration("duration", 30*time.Second, "measured window of each step"),
 		kindRate:  fs.Float64("kind-rate", 300, "`RATE` of the cost-per-kind steps, envelopes per second"),
+		envelopes: fs.String("envelopes", "", "replay the recorded *.envelope files in `DIR` (a fake-upstream --capture or a blast --dump) in every section instead of generated envelopes: each kind found is costed on its own"),
 		perf:      fs.Bool("perf", false, "record the errors step with perf and break its CPU down (the baseline only, with --compare)"),
 		quiet:     fs.Bool("quiet", false, "no progress lines on stderr"),
 		conf:      fs.String("relay-config", "", "YAML `FILE` merged into every step's generated config.yml (null removes a key)"),
@@ -134,6 +135,12 @@ func relayReportOptions(args []string, stdout io.Writer) (relayreport.Options, b
 	if o.Agents, err = readAgents(*f.agents); err != nil {
 		return o, false, err
 	}
+	o = relayreport.Options{RelayBin: *relayBin, BaselineName: *relayName, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf}
+	if *f.envelopes != "" {
+		if o.Corpus, err = loadCorpus(*f.envelopes, set); err != nil {
+			return o, false, err
+		}
+	}
 	if *conf != "" {
 		if o.RelayConfig, err = relayconfig.LoadOverrides(*conf); err != nil {
 			return o, false, cli.Usagef("--relay-config: %w", err)
@@ -159,6 +166,7 @@ func relayReportFlags() map[string]string {
 	m["Builds"] = "--relay-bin or --compare"
 	m["Budget"], m["CompareBudget"] = "--budget", "--budget"
 	m["Compare"], m["BaselineName"] = "--compare", "--relay-name"
+	m["Corpus"] = "--envelopes"
 	return m
 }
 

@@ -95,3 +95,11 @@ func TestUserAgentsFileOptions(t *testing.T) {
 		t.Errorf("relay-report without a file: agents %+v from %q, %v", o.Agents, o.AgentsFrom, err)
 	}
 }
+
+// --envelopes reaches relay-report's options as a loaded corpus.
+func TestRelayReportEnvelopes(t *testing.T) {
+	o, _, err := relayReportOptions([]string{"--relay-bin", "/bin/true", "--out", t.TempDir(), "--envelopes", corpus}, io.Discard)
+	if err != nil || o.Corpus == nil || o.Corpus.Len() != 9 {
+		t.Fatalf("options %+v, %v", o, err)
+	}
+}

@@ -22,6 +22,10 @@ const (
 	DefaultSDKClient   = "relayload-blast/1.0"
 )
 
+// MaxKinds bounds the kinds of envelope in a pool: requests are counted
+// per kind in fixed tables.
+const MaxKinds = 256
+
 // Validity limits: a run that exceeds them is marked Invalid.
 const (
 	MaxDropFraction = 0.001                // dropped / scheduled
@@ -46,7 +50,9 @@ type Config struct {
 	// "http://127.0.0.1:3000"; each request goes to Target + the project's
 	// /api/<id>/envelope/ path. Only http:// is supported.
 	Target string
-	// Pool holds the envelopes to send; slot k sends entry k mod len.
+	// Pool holds the envelopes to send; slot k sends entry k mod len. An
+	// entry without a UserAgent (a recorded envelope that had none) is
+	// sent with SDKClient as its User-Agent.
 	Pool *pool.Pool
 
 	// Rate is the total requests per second of the shared schedule, over all
@@ -152,10 +158,15 @@ func (c *Config) check() error {
 	if c.Pool == nil || len(c.Pool.Entries) == 0 {
 		return configerr.New("Pool", "empty pool")
 	}
+	kinds := map[pool.Kind]bool{}
 	for i, e := range c.Pool.Entries {
 		if e.Project < 0 || e.Project >= len(c.Pool.Options.Projects) {
 			return configerr.Errorf("Pool", "entry %d: project %d out of range", i, e.Project)
 		}
+		kinds[e.Kind] = true
+	}
+	if len(kinds) > MaxKinds {
+		return configerr.Errorf("Pool", "%d kinds of envelope: at most %d are counted", len(kinds), MaxKinds)
 	}
 	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
 		return configerr.Errorf("Rate", "%v: want a positive number or max", c.Rate)

@@ -25,14 +25,17 @@ func newRunID() string {
 
 // poolDigest identifies what a pool sends apart from its timestamps, which
 // every run anchors anew (so its bodies differ from run to run): the
-// options it was built with, its projects and its list of agents if it
-// has one. Processes that build the same pool (the shards of one
-// schedule) get the same digest.
+// options it was built with (for a replayed pool, its corpus), its
+// projects and its list of agents if it has one. Processes that build the
+// same pool (the shards of one schedule) get the same digest.
 func poolDigest(p *pool.Pool) string {
 	o := p.Options
 	h := sha256.New()
 	fmt.Fprintf(h, "seed=%d entries=%d mix=%s zipf_s=%g user_agents=%d unique=%t encoding=%s\n",
 		o.Seed, len(p.Entries), o.Mix, o.ZipfS, o.UserAgents, o.UniqueUserAgents, o.Encoding)
+	if o.Corpus != "" {
+		fmt.Fprintf(h, "corpus=%s\n", o.Corpus)
+	}
 	for _, pr := range o.Projects {
 		fmt.Fprintf(h, "%d %d %s %s %d\n", pr.ID, pr.OrgID, pr.Slug, pr.PublicKey, pr.KeyID)
 	}

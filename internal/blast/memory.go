@@ -42,6 +42,12 @@ func CheckPoolMemory(ctx context.Context, opts pool.Options, dump bool, procMoun
 	if err != nil {
 		return PoolMemory{}, err
 	}
+	return CheckMemory(est, dump, procMount)
+}
+
+// CheckMemory is CheckPoolMemory for a pool already estimated, such as
+// one replayed from recorded envelopes (replay.Estimate).
+func CheckMemory(est pool.Estimate, dump bool, procMount string) (PoolMemory, error) {
 	m := PoolMemory{Need: est.Total() + est.EncodedBytes + est.EntryBytes}
 	if dump {
 		m.Need = est.Total() + int64(est.Entries)*manifestEntryBytes
@@ -57,7 +63,7 @@ func CheckPoolMemory(ctx context.Context, opts pool.Options, dump bool, procMoun
 		m.Available, m.Limit = lim, "GOMEMLIMIT"
 	}
 	if m.Limit != "" && m.Need > m.Available {
-		return m, configerr.Errorf("Pool", "%d envelopes need about %s (%s each with this mix and encoding), more than the %s available (%s): use a smaller pool",
+		return m, configerr.Errorf("Pool", "%d envelopes need about %s (%s each with these envelopes and this encoding), more than the %s available (%s): use a smaller pool",
 			est.Entries, gib(m.Need), kib(m.PerEntry), gib(m.Available), m.Limit)
 	}
 	return m, nil

@@ -164,8 +164,12 @@ func (r *runner) prepare(base string) {
 			kindIdx[e.Kind] = ki
 			r.kinds = append(r.kinds, e.Kind)
 		}
+		ua := e.UserAgent
+		if ua == "" { // a recorded envelope that came without one
+			ua = r.cfg.SDKClient
+		}
 		r.reqs[i] = request{
-			url: urls[e.Project], auth: auths[e.Project], ua: e.UserAgent, xff: e.ForwardedFor,
+			url: urls[e.Project], auth: auths[e.Project], ua: ua, xff: e.ForwardedFor,
 			body: e.Body, kind: ki,
 		}
 	}

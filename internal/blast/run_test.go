@@ -623,3 +623,38 @@ func TestRunMaxConns(t *testing.T) {
 		})
 	}
 }
+
+// An entry without a User-Agent (a recorded envelope that had none) goes
+// out with the SDK client's name; kinds beyond the pool's five are counted
+// under their names; a pool with more kinds than the tables hold is refused.
+func TestRecordedEntries(t *testing.T) {
+	p := testPool(t, 4, compression.Identity)
+	p.Entries[0].UserAgent = ""
+	p.Entries[1].Kind = "feedback"
+	srv := newCountingServer(t)
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 1000, Count: 4, SDKClient: "replayer/1", Timeout: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uas := map[string]bool{}
+	for _, h := range srv.hdrs {
+		uas[h.Get("User-Agent")] = true
+	}
+	if !uas["replayer/1"] || res.ByKind["feedback"] != 1 {
+		t.Errorf("agents %v, by kind %v", uas, res.ByKind)
+	}
+	big := &pool.Pool{Options: p.Options}
+	for i := range MaxKinds + 1 {
+		e := p.Entries[0]
+		e.Kind = pool.Kind("k" + strconv.Itoa(i))
+		big.Entries = append(big.Entries, e)
+	}
+	if _, err := Run(context.Background(), Config{Target: srv.URL, Pool: big, Rate: 1000, Count: 1}); !errors.Is(err, ErrConfig) {
+		t.Errorf("%d kinds: %v, want ErrConfig", MaxKinds+1, err)
+	}
+	q := *p
+	q.Options.Corpus = "sha256:0123"
+	if poolDigest(p) == poolDigest(&q) {
+		t.Error("a replayed pool's digest ignores its corpus")
+	}
+}

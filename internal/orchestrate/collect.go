@@ -2,11 +2,13 @@ package orchestrate
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/profile"
+	"github.com/relayload/relayload/internal/replay"
 )
 
 // collect turns what the phases recorded into the step's figures: what
@@ -15,7 +17,7 @@ import (
 func (s *step) collect() {
 	st := s.st
 	final := s.up.Stats()
-	accepted := st.OK + st.warmOK
+	accepted := s.r.dataAccepted(s.res, st.OK, st.warmOK)
 	st.Upstream = UpstreamSeen{
 		Envelopes: final.Envelopes, Forwarded: final.DataEnvelopes, ItemsByType: final.ItemsByType,
 		Gap: accepted - final.DataEnvelopes, Outcomes: final.Outcomes.Rows, Requests: final.Requests,
@@ -115,4 +117,24 @@ func trueCost(a, b relayproc.Sample, idleCores float64, forwarded int64) (ms flo
 		ms = cpu * 1000 / float64(forwarded)
 	}
 	return ms, span, cpu, forwarded
+}
+
+// dataAccepted is how many of the accepted envelopes (ok measured, warmOK
+// in blast's warm-up) carry data, which is what the upstream counts as
+// forwarded: all of them for a generated pool, but a replayed one may hold
+// envelopes of client reports or metrics alone, which Relay turns into
+// outcomes and metrics. Those are taken out by kind over the measured
+// window and by their share of the pool over the warm-up.
+func (r *runner) dataAccepted(res *blast.Result, ok, warmOK int64) int64 {
+	if r.noDataShare == 0 || res == nil {
+		return ok + warmOK
+	}
+	var none int64
+	for k, n := range res.OKByKind {
+		if !replay.CarriesData(k) {
+			none += n
+		}
+	}
+	none += int64(math.Round(float64(warmOK) * r.noDataShare))
+	return max(ok+warmOK-none, 0)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/internal/useragent"
 )
 
@@ -142,6 +143,11 @@ type Config struct {
 	// pool.Options.Agents); AgentsFrom names where they came from.
 	Agents     []useragent.Weighted
 	AgentsFrom string
+	// Corpus, when set, is where the pool's envelopes come from instead of
+	// the generators: recorded envelopes (package replay), re-targeted to
+	// the projects and made fresh, PoolSize of them, built once per run as
+	// a generated pool is. Mix and the user-agent options do not apply.
+	Corpus *replay.Corpus
 	// MaxInflight and Timeout are passed to blast (0 = blast's defaults).
 	MaxInflight int
 	Timeout     time.Duration
@@ -372,6 +378,16 @@ func (c *Config) checkTraffic() error {
 	}
 	if err := pool.CheckAgents(c.Agents); err != nil {
 		return configerr.Wrap("Agents", err)
+	}
+	if c.Corpus != nil {
+		for _, x := range []struct {
+			field string
+			set   bool
+		}{{"Mix", c.Mix != nil}, {"UserAgents", c.UserAgents != 0}, {"UniqueUserAgents", c.UniqueUserAgents}} {
+			if x.set {
+				return configerr.New(x.field, "does not apply to recorded envelopes (%s)", "Corpus")
+			}
+		}
 	}
 	return nil
 }

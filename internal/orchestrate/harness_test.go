@@ -2,11 +2,14 @@ package orchestrate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/internal/useragent"
 )
 
@@ -91,5 +94,38 @@ func TestHarnessAgentsList(t *testing.T) {
 	}
 	if want := "3 user agents in agents.txt for a pool of 200 envelopes: each agent serves about 67 envelopes, in turn\n"; !strings.Contains(log.String(), want) {
 		t.Errorf("log %q, want %q", log.String(), want)
+	}
+}
+
+// A sweep with a corpus replays it: the setup names it, every accepted
+// envelope that carries data reaches the upstream (its client reports
+// alone do not count as forwarded, nor against the gap), and the items
+// are the corpus's.
+func TestHarnessSweepCorpus(t *testing.T) {
+	c, err := replay.Load("../replay/testdata/corpus", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := quick(300)
+	cfg.WorkDir, cfg.Corpus, cfg.PoolSize = t.TempDir(), c, 90
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Setup.Corpus == nil || rep.Setup.Corpus.Files != 9 || rep.Setup.Mix != "" || len(rep.Steps) != 1 {
+		t.Fatalf("setup %+v, %d steps", rep.Setup, len(rep.Steps))
+	}
+	st := rep.Steps[0]
+	if st.Upstream.Gap != 0 || st.Upstream.ItemsByType["feedback"] == 0 || st.Upstream.ItemsByType["client_report"] == 0 {
+		t.Errorf("gap %d, items %v", st.Upstream.Gap, st.Upstream.ItemsByType)
+	}
+	if want := st.OK + st.warmOK; st.Upstream.Envelopes != want {
+		t.Errorf("upstream got %d envelopes, blast had %d accepted", st.Upstream.Envelopes, want)
+	}
+	for _, bad := range []Config{{Mix: pool.Mix{pool.KindError: 1}}, {UserAgents: 5}, {UniqueUserAgents: true}} {
+		bad.Corpus, bad.Rates = c, []float64{100}
+		if _, err := bad.withDefaults(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v with a corpus: %v", bad, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"time"
 
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/upstream"
 )
 
@@ -46,23 +47,26 @@ type Setup struct {
 	Rates  []float64 `json:"rates"`
 	Rounds int       `json:"rounds"`
 	// Slice, Precision and Budget shape a comparison in slices.
-	Slice            time.Duration `json:"slice_ns,omitempty"`
-	Precision        float64       `json:"precision,omitempty"`
-	Budget           time.Duration `json:"budget_ns,omitempty"`
-	FindMax          bool          `json:"find_max,omitempty"`
-	Duration         time.Duration `json:"duration_ns"`
-	Warmup           time.Duration `json:"warmup_ns"`
-	Idle             time.Duration `json:"idle_ns"`
-	Seed             uint64        `json:"seed"`
-	Projects         int           `json:"projects"`
-	PoolSize         int           `json:"pool_size"`
-	Mix              string        `json:"mix"`
-	UserAgents       int           `json:"user_agents"`
-	UniqueUserAgents bool          `json:"unique_user_agents,omitempty"`
-	UserAgentsFrom   string        `json:"user_agents_from,omitempty"` // the file of the agents; "" if generated
-	Encoding         string        `json:"encoding"`
-	RelayCPUs        string        `json:"relay_cpus,omitempty"`
-	HarnessCPUs      string        `json:"harness_cpus,omitempty"`
+	Slice     time.Duration `json:"slice_ns,omitempty"`
+	Precision float64       `json:"precision,omitempty"`
+	Budget    time.Duration `json:"budget_ns,omitempty"`
+	FindMax   bool          `json:"find_max,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
+	Warmup    time.Duration `json:"warmup_ns"`
+	Idle      time.Duration `json:"idle_ns"`
+	Seed      uint64        `json:"seed"`
+	Projects  int           `json:"projects"`
+	PoolSize  int           `json:"pool_size"`
+	Mix       string        `json:"mix"`
+	// Corpus names the recorded envelopes the pool replayed (Config.Corpus):
+	// directory, files, bytes, item types; Mix is empty then.
+	Corpus           *replay.Summary `json:"corpus,omitempty"`
+	UserAgents       int             `json:"user_agents"`
+	UniqueUserAgents bool            `json:"unique_user_agents,omitempty"`
+	UserAgentsFrom   string          `json:"user_agents_from,omitempty"` // the file of the agents; "" if generated
+	Encoding         string          `json:"encoding"`
+	RelayCPUs        string          `json:"relay_cpus,omitempty"`
+	HarnessCPUs      string          `json:"harness_cpus,omitempty"`
 	// HarnessProcs is orchestrate's GOMAXPROCS during the steps: 1 when it
 	// shares unpinned CPUs with Relay (unless GOMAXPROCS is set).
 	HarnessProcs int `json:"harness_gomaxprocs"`

@@ -17,6 +17,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/internal/statsd"
 	"github.com/relayload/relayload/projects"
 )
@@ -31,6 +32,9 @@ type runner struct {
 	perf     *perfPlan
 	statsd   *statsd.Receiver
 	nSteps   int // planned steps (for perf file names)
+	// noDataShare is the share of the pool's entries that carry no data
+	// (replay.CarriesData): 0 for a generated pool.
+	noDataShare float64
 
 	mu    sync.Mutex
 	notes []string
@@ -218,21 +222,40 @@ func (r *runner) prepare(ctx context.Context, rep *Report) (cleanup func(), err 
 	if r.projects, err = projects.Generate(cfg.Seed, cfg.Projects); err != nil {
 		return cleanup, configerr.Wrap("Projects", err)
 	}
-	r.logf("building a pool of %d envelopes (seed %d, %d projects)", cfg.PoolSize, cfg.Seed, cfg.Projects)
-	opts := pool.Options{
-		Seed: cfg.Seed, Size: cfg.PoolSize, Mix: cfg.Mix, Projects: r.projects,
-		UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents, Agents: cfg.Agents, AgentsFrom: agentsFrom(cfg),
-		Encoding: cfg.Encoding,
+	if cfg.Corpus != nil {
+		sum := cfg.Corpus.Summary()
+		r.logf("building a pool of %d envelopes from %s (%d files; seed %d, %d projects)", cfg.PoolSize, cfg.Corpus, sum.Files, cfg.Seed, cfg.Projects)
+		r.pool, err = replay.Build(ctx, cfg.Corpus, pool.Options{
+			Seed: cfg.Seed, Size: cfg.PoolSize, Projects: r.projects, Encoding: cfg.Encoding,
+		})
+		if err != nil {
+			return cleanup, configerr.Wrap("PoolSize", err)
+		}
+		rep.Setup.Corpus = &sum
+		var none int
+		for _, e := range r.pool.Entries {
+			if !replay.CarriesData(e.Kind) {
+				none++
+			}
+		}
+		r.noDataShare = float64(none) / float64(len(r.pool.Entries))
+	} else {
+		r.logf("building a pool of %d envelopes (seed %d, %d projects)", cfg.PoolSize, cfg.Seed, cfg.Projects)
+		opts := pool.Options{
+			Seed: cfg.Seed, Size: cfg.PoolSize, Mix: cfg.Mix, Projects: r.projects,
+			UserAgents: cfg.UserAgents, UniqueUserAgents: cfg.UniqueUserAgents, Agents: cfg.Agents, AgentsFrom: agentsFrom(cfg),
+			Encoding: cfg.Encoding,
+		}
+		if note := opts.AgentsNote(); note != "" {
+			r.logf("%s", note)
+		}
+		r.pool, err = pool.Build(ctx, opts)
+		if err != nil {
+			return cleanup, configerr.Wrap("PoolSize", err)
+		}
+		rep.Setup.Mix = r.pool.Options.Mix.String()
+		rep.Setup.UserAgents = r.pool.Options.UserAgents
 	}
-	if note := opts.AgentsNote(); note != "" {
-		r.logf("%s", note)
-	}
-	r.pool, err = pool.Build(ctx, opts)
-	if err != nil {
-		return cleanup, configerr.Wrap("PoolSize", err)
-	}
-	rep.Setup.Mix = r.pool.Options.Mix.String()
-	rep.Setup.UserAgents = r.pool.Options.UserAgents
 	ps := r.pool.Stats()
 	rep.Setup.PoolBytes = map[string]int64{"raw": ps.RawBytes, "encoded": ps.EncodedBytes}
 	return cleanup, nil

@@ -449,7 +449,7 @@ func (s *step) fillLoad(res *blast.Result) {
 // readings of Relay's memory and the StatsD figures.
 func (s *step) drain() error {
 	s.r.logf("  drain")
-	s.st.Drain = s.r.drain(s.ctx, s.up, s.st.OK+s.st.warmOK, s.harness, s.blastEnd)
+	s.st.Drain = s.r.drain(s.ctx, s.up, s.r.dataAccepted(s.res, s.st.OK, s.st.warmOK), s.harness, s.blastEnd)
 	if err := s.check(); err != nil {
 		return err
 	}

@@ -59,6 +59,10 @@ type Options struct {
 	Encoding   compression.Encoding `json:"encoding"` // "" = identity
 	// Now anchors every timestamp; sent_at = Now. Zero = time.Now() at Build.
 	Now time.Time `json:"now"`
+	// Corpus names the recorded envelopes a pool was assembled from
+	// (package replay) instead of generated; empty for a generated pool.
+	// Mix, ZipfS, UserAgents and UniqueUserAgents do not apply to such a pool.
+	Corpus string `json:"corpus,omitempty"`
 }
 
 // Entry is one pre-built envelope and what to send with it.
@@ -105,11 +109,8 @@ type Stats struct {
 }
 
 func (o *Options) normalize() error {
-	if o.Size < 1 || o.Size > MaxSize {
-		return fmt.Errorf("pool: size %d out of range 1..%d", o.Size, MaxSize)
-	}
-	if len(o.Projects) == 0 {
-		return errors.New("pool: no projects")
+	if err := o.normalizeCommon(); err != nil {
+		return err
 	}
 	if o.Mix == nil {
 		m, err := ParseMix(DefaultMix)
@@ -138,6 +139,18 @@ func (o *Options) normalize() error {
 	}
 	if o.UserAgents < 1 || o.UserAgents > MaxSize {
 		return fmt.Errorf("pool: user agents %d out of range 1..%d", o.UserAgents, MaxSize)
+	}
+	return nil
+}
+
+// normalizeCommon checks and fills what every pool needs, generated or
+// assembled: size, projects, encoding and Now.
+func (o *Options) normalizeCommon() error {
+	if o.Size < 1 || o.Size > MaxSize {
+		return fmt.Errorf("pool: size %d out of range 1..%d", o.Size, MaxSize)
+	}
+	if len(o.Projects) == 0 {
+		return errors.New("pool: no projects")
 	}
 	if o.Encoding == "" {
 		o.Encoding = compression.Identity
@@ -223,10 +236,39 @@ func Build(ctx context.Context, opts Options) (*Pool, error) {
 	}
 	agents := newAgentTable(&opts)
 	enc := compression.NewEncoder()
+	held, err := buildParallel(ctx, opts.Size, func() worker {
+		g := newGen(&opts, agents, cs)
+		return worker{
+			build: func(i int) error { return g.build(i, slots[i], &p.Entries[i], enc) },
+			held: func() int64 {
+				h := g.raws.held + g.bodies.held
+				g.raws.held, g.bodies.held = 0, 0
+				return h
+			},
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.held = held
+	return p, nil
+}
 
+// worker is one build goroutine's work: build makes entry i; held returns
+// the chunk bytes allocated since it was last called.
+type worker struct {
+	build func(i int) error
+	held  func() int64
+}
+
+// buildParallel builds entries 0..n-1 on GOMAXPROCS goroutines (fewer for
+// small pools), each with its own worker from newWorker, taking indexes in
+// chunks of 64. It returns the chunk bytes the workers allocated, or the
+// first error (entry errors name the entry).
+func buildParallel(ctx context.Context, n int, newWorker func() worker) (int64, error) {
 	workers := runtime.GOMAXPROCS(0)
-	if workers > opts.Size/64+1 {
-		workers = opts.Size/64 + 1
+	if workers > n/64+1 {
+		workers = n/64 + 1
 	}
 	const chunk = 64
 	var next, held atomic.Int64
@@ -238,34 +280,32 @@ func Build(ctx context.Context, opts Options) (*Pool, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g := newGen(&opts, agents, cs)
+			wk := newWorker()
 			for {
 				if ctx.Err() != nil {
 					fail(ctx.Err())
 					return
 				}
 				start := int(next.Add(chunk)) - chunk
-				if start >= opts.Size {
+				if start >= n {
 					return
 				}
-				end := min(start+chunk, opts.Size)
+				end := min(start+chunk, n)
 				for i := start; i < end; i++ {
-					if err := g.build(i, slots[i], &p.Entries[i], enc); err != nil {
+					if err := wk.build(i); err != nil {
 						fail(fmt.Errorf("pool: entry %d: %w", i, err))
 						return
 					}
 				}
-				held.Add(g.raws.held + g.bodies.held)
-				g.raws.held, g.bodies.held = 0, 0
+				held.Add(wk.held())
 			}
 		}()
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return 0, firstErr
 	}
-	p.held = held.Load()
-	return p, nil
+	return held.Load(), nil
 }
 
 // Raw returns the uncompressed envelope i. The caller must not modify it.
@@ -421,15 +461,25 @@ func EstimateSize(ctx context.Context, opts Options) (Estimate, error) {
 			strs += int64(len(e.UserAgent)) // else shared by the entries
 		}
 	}
+	est := EstimateOf(opts, scale(st.RawBytes), scale(st.EncodedBytes), scale(strs))
+	est.EntryBytes += int64(unsafe.Sizeof(slot{})) * int64(opts.Size) // the build's plan
+	return est, nil
+}
+
+// EstimateOf is the Estimate of a pool of opts.Size entries (built by
+// Build or Assemble) whose raw envelopes sum to raw bytes, whose bodies as
+// sent sum to encoded bytes, and whose entries' own strings (event ids,
+// addresses, unshared agents) sum to strs bytes.
+func EstimateOf(opts Options, raw, encoded, strs int64) Estimate {
 	// The envelope bytes, the small gaps between them and each
 	// worker's last chunks, partly used.
-	bytes := st.RawBytes
-	if opts.Encoding != compression.Identity {
-		bytes += st.EncodedBytes
+	bytes := raw
+	if opts.Encoding != "" && opts.Encoding != compression.Identity {
+		bytes += encoded
 	}
 	workers := int64(min(runtime.GOMAXPROCS(0), opts.Size/64+1))
-	held := scale(bytes)*21/20 + workers*(chunkSize+bodyChunk)
-	per := int64(unsafe.Sizeof(Entry{})) + int64(unsafe.Sizeof(slot{}))
-	return Estimate{Entries: opts.Size, HeldBytes: held, EncodedBytes: scale(st.EncodedBytes),
-		EntryBytes: scale(strs) + per*int64(opts.Size)}, nil
+	held := bytes*21/20 + workers*(chunkSize+bodyChunk)
+	per := int64(unsafe.Sizeof(Entry{}))
+	return Estimate{Entries: opts.Size, HeldBytes: held, EncodedBytes: encoded,
+		EntryBytes: strs + per*int64(opts.Size)}
 }

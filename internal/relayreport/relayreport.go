@@ -26,6 +26,7 @@ import (
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/internal/report"
 	"github.com/relayload/relayload/internal/useragent"
 )
@@ -64,12 +65,18 @@ type Options struct {
 	Slice         time.Duration
 	Precision     float64
 	CompareBudget time.Duration
-	// Kinds are the kinds costed one at a time (default Kinds).
+	// Kinds are the kinds costed one at a time (default Kinds, or with a
+	// Corpus the kinds found in it).
 	Kinds []pool.Kind
 	// Agents, when given, replace every section's generated user agents
 	// (see pool.Options.Agents); AgentsFrom names where they came from.
 	Agents     []useragent.Weighted
 	AgentsFrom string
+	// Corpus, when set, replaces the generated envelopes in every section
+	// (package replay): each kind is costed on the corpus's envelopes of
+	// that kind, the capacity and max-rate sections send all of them, and
+	// the perf section its errors (skipped when it has none).
+	Corpus *replay.Corpus
 }
 
 // DefaultCompareBudget is how long each kind's comparison may take.
@@ -93,7 +100,9 @@ type Card struct {
 	Capacity *orchestrate.Report
 	Max      *orchestrate.Report
 	Errors   *orchestrate.Report // the perf'd errors step
-	Notes    []string
+	// Corpus describes Options.Corpus; nil for generated envelopes.
+	Corpus *replay.Summary
+	Notes  []string
 }
 
 // KindCost is one kind at KindRate: one step of the baseline, or with
@@ -122,6 +131,10 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 		return nil, configerr.Wrap("Out", err)
 	}
 	card := &Card{Started: time.Now()}
+	if o.Corpus != nil {
+		sum := o.Corpus.Summary()
+		card.Corpus = &sum
+	}
 	defer func() { card.Took = time.Since(card.Started) }()
 	builds := []orchestrate.Build{{Name: o.BaselineName, Bin: o.RelayBin}}
 	if o.Compare != nil {
@@ -156,10 +169,23 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 		return rep, err
 	}
 
+	whole := func(c *orchestrate.Config) { c.Corpus = o.Corpus }
 	for i, k := range o.Kinds {
+		var only *replay.Corpus
+		if o.Corpus != nil {
+			var err error
+			if only, err = o.Corpus.Only(k); err != nil {
+				card.Notes = append(card.Notes, fmt.Sprintf("kind-%s: %v", k, err))
+				continue
+			}
+		}
 		rep, err := section("kind-"+string(k), func(c *orchestrate.Config) {
 			c.Rates = []float64{o.KindRate}
-			c.Mix = pool.Mix{k: 1}
+			if only != nil {
+				c.Corpus = only
+			} else {
+				c.Mix = pool.Mix{k: 1}
+			}
 			if o.Compare != nil {
 				c.Slices, c.Slice, c.Precision, c.Budget = true, o.Slice, o.Precision, o.CompareBudget
 			}
@@ -179,17 +205,28 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 		}
 	}
 	if card.Capacity, _ = section("capacity", func(c *orchestrate.Config) {
+		whole(c)
 		c.Rates, c.FindMax = []float64{o.MinRate, o.MaxRate}, true
 	}); ctx.Err() != nil {
 		return card, ctx.Err()
 	}
 	if card.Max, _ = section("max-rate", func(c *orchestrate.Config) {
+		whole(c)
 		c.Rates = []float64{orchestrate.RateMax}
 		c.Duration = min(o.Duration, 15*time.Second)
 	}); ctx.Err() != nil {
 		return card, ctx.Err()
 	}
-	if o.Perf {
+	perf := o.Perf
+	var errorsOnly *replay.Corpus
+	if perf && o.Corpus != nil {
+		var err error
+		if errorsOnly, err = o.Corpus.Only(pool.KindError); err != nil {
+			card.Notes = append(card.Notes, "errors-perf: skipped: the corpus holds no errors")
+			perf = false
+		}
+	}
+	if perf {
 		dir := filepath.Join(o.Out, "errors-perf")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return card, fmt.Errorf("relayreport: %w", err)
@@ -197,7 +234,11 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 		if card.Errors, _ = section("errors-perf", func(c *orchestrate.Config) {
 			c.Builds = builds[:1]
 			c.Rates = []float64{200}
-			c.Mix = pool.Mix{pool.KindError: 1}
+			if errorsOnly != nil {
+				c.Corpus = errorsOnly
+			} else {
+				c.Mix = pool.Mix{pool.KindError: 1}
+			}
 			c.Perf = filepath.Join(dir, "relay.perf.data")
 		}); ctx.Err() != nil {
 			return card, ctx.Err()
@@ -235,6 +276,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Kinds == nil {
 		o.Kinds = Kinds
+		if o.Corpus != nil {
+			o.Kinds = corpusKinds(o.Corpus.Kinds())
+		}
 	}
 	if o.Compare == nil {
 		return nil
@@ -254,6 +298,23 @@ func (o *Options) defaults() error {
 		return configerr.New("Compare", "the build's name is %s's; give it another", "BaselineName")
 	}
 	return nil
+}
+
+// corpusKinds orders a corpus's kinds as Kinds orders the pool's, the
+// others after them.
+func corpusKinds(found []pool.Kind) []pool.Kind {
+	var out []pool.Kind
+	for _, k := range Kinds {
+		if slices.Contains(found, k) {
+			out = append(out, k)
+		}
+	}
+	for _, k := range found {
+		if !slices.Contains(Kinds, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // headed writes head before the first write to w.
@@ -276,6 +337,10 @@ func (c *Card) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "# What Relay costs: %s\n\n", c.Relay.Version)
 		fmt.Fprintf(w, "Measured with relayload against `%s` (%s), on this machine, %s; took %s. Every figure is from a real Relay; each section's full report (results.json, charts) is in its own directory.\n",
 			c.Relay.Bin, c.Relay.Version, c.Started.UTC().Format("2006-01-02 15:04 UTC"), c.Took.Round(time.Second))
+	}
+	if s := c.Corpus; s != nil {
+		fmt.Fprintf(w, "\nTraffic: recorded envelopes from `%s` (%d files, %.1f MiB, %s; items by type: %s), re-targeted to the run's projects with new ids and timestamps at the time of the run; each kind is costed on the corpus's envelopes of that kind.\n",
+			s.Dir, s.Files, float64(s.Bytes)/(1<<20), s.Digest, replay.FormatCounts(s.ItemTypes))
 	}
 
 	switch {

@@ -3,6 +3,7 @@ package relayreport
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
+	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/internal/testutil"
 )
 
@@ -123,3 +126,47 @@ func hasNote(notes []string, prefix string) bool {
 }
 
 func TestMain(m *testing.M) { testutil.Main(m) }
+
+// With a corpus every section replays it: each kind costed on the
+// corpus's envelopes of that kind alone, the capacity search on all of
+// them, and the report names the corpus.
+func TestRunWithStandinCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs several steps")
+	}
+	c, err := replay.Load("../replay/testdata/corpus", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
+	out := t.TempDir()
+	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 500 * time.Millisecond,
+		KindRate: 50, MinRate: 50, MaxRate: 100, PoolSize: 30, Corpus: c, Kinds: []pool.Kind{pool.KindSession, "feedback"},
+		RelayConfig: relayconfig.Config{"limits": map[string]any{"shutdown_timeout": 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(card.Kinds) != 2 || card.Corpus == nil || card.Capacity == nil || card.Capacity.Setup.Corpus == nil || card.Capacity.Setup.Corpus.Files != 9 {
+		t.Fatalf("card: %d kinds, corpus %v, capacity %v; notes %v", len(card.Kinds), card.Corpus, card.Capacity != nil, card.Notes)
+	}
+	for _, k := range card.Kinds {
+		want := map[pool.Kind]string{pool.KindSession: "session", "feedback": "feedback"}[pool.Kind(k.Kind)]
+		items := k.Step.Upstream.ItemsByType
+		if k.Step.Failed || items[want] == 0 {
+			t.Errorf("%s: items %v, failed %v", k.Kind, items, k.Step.Failed)
+		}
+		for typ := range items {
+			if typ != want && typ != "client_report" && typ != "metric_buckets" && typ != "statsd" {
+				t.Errorf("%s: the kind's section sent %s too", k.Kind, typ)
+			}
+		}
+	}
+	var b bytes.Buffer
+	card.Markdown(&b)
+	if !strings.Contains(b.String(), "recorded envelopes from `../replay/testdata/corpus` (9 files") {
+		t.Errorf("report.md does not name the corpus:\n%s", b.String())
+	}
+	if got := corpusKinds(c.Kinds()); fmt.Sprint(got) != "[transactions errors logs checkins sessions client_report feedback]" {
+		t.Errorf("corpus kinds in report order: %v", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
+	"github.com/relayload/relayload/internal/replay"
 )
 
 // Headline is the report's answer, one line per build, e.g. "Relay kept
@@ -799,9 +800,19 @@ func (pg *page) setup() {
 	if len(builds) > 0 {
 		fmt.Fprintf(w, "Builds: %s.\n", strings.Join(builds, ", "))
 	}
-	fmt.Fprintf(w, "Traffic: mix %s, %d projects (Zipf), pool of %d envelopes (%s raw, %s on the wire, %s), %s, seed %d.\n",
-		s.Mix, s.Projects, s.PoolSize, mb(float64(s.PoolBytes["raw"])), mb(float64(s.PoolBytes["encoded"])), s.Encoding,
-		userAgents(s), s.Seed)
+	if c := s.Corpus; c != nil {
+		only := ""
+		if len(c.Only) > 0 {
+			only = fmt.Sprintf(", only %v", c.Only)
+		}
+		fmt.Fprintf(w, "Traffic: recorded envelopes from `%s` (%d files, %s, %s%s; items by type: %s), re-targeted to %d projects with new ids and timestamps at the time of the run, pool of %d envelopes (%s raw, %s on the wire, %s), seed %d.\n",
+			c.Dir, c.Files, mb(float64(c.Bytes)), c.Digest, only, replay.FormatCounts(c.ItemTypes), s.Projects, s.PoolSize,
+			mb(float64(s.PoolBytes["raw"])), mb(float64(s.PoolBytes["encoded"])), s.Encoding, s.Seed)
+	} else {
+		fmt.Fprintf(w, "Traffic: mix %s, %d projects (Zipf), pool of %d envelopes (%s raw, %s on the wire, %s), %s, seed %d.\n",
+			s.Mix, s.Projects, s.PoolSize, mb(float64(s.PoolBytes["raw"])), mb(float64(s.PoolBytes["encoded"])), s.Encoding,
+			userAgents(s), s.Seed)
+	}
 	if len(rep.SliceRuns) > 0 {
 		fmt.Fprintf(w, "Each comparison: per build a fake upstream and a Relay started once, warm-up, %s idle, a slice of traffic to each (discarded), then pairs of %s slices in alternating order until %s.",
 			s.Idle, s.Slice, sliceStop(s))

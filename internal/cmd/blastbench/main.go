@@ -8,6 +8,12 @@
 //	GOBIN=$(mktemp -d) go install github.com/tsenart/vegeta/v12@latest   # optional
 //	go run ./internal/cmd/blastbench -blast /tmp/blast -vegeta $GOBIN/vegeta -rates 10000,20000 -duration 5s
 //
+// With -replay every blast run is made twice, in alternating order: with
+// the generated pool and with a replay of its dump (blast --envelopes), and
+// a last table gives blast's CPU per request with each and their ratio:
+//
+//	go run ./internal/cmd/blastbench -blast /tmp/blast -replay -rates 20000 -repeat 6
+//
 // Everything runs on loopback with bounded durations. The numbers depend on
 // the machine; the load average is printed next to each row because this
 // box is shared.
@@ -26,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -68,6 +75,9 @@ type options struct {
 	workDir          string
 	repeat           int
 	upstream         string // fake-upstream binary, or "" for the null sink
+	// replay alternates every blast run between the generated pool and a
+	// replay of its dump (blast --envelopes) and compares their CPU per request.
+	replay bool
 }
 
 // parseFlags parses args into options with fs (flag.CommandLine in main, so
@@ -92,6 +102,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.workDir, "dir", "", "work directory (default: a temp dir, removed)")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs of each blast configuration (the box is noisy: every run is listed)")
 	fs.StringVar(&o.upstream, "upstream", "", "fake-upstream binary: use it (decoding and counting every envelope) as the sink instead of the null sink")
+	fs.BoolVar(&o.replay, "replay", false, "run every blast configuration twice per repeat, with the generated pool and with a replay of its dump (--envelopes), in alternating order, and compare their CPU per request")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -135,7 +146,104 @@ func bench(o options) error {
 	fmt.Printf("\n%d-envelope %s pool, mix %s, %s measured after %s warm-up; %s in its own process; loopback; %d CPUs\n",
 		o.poolSize, o.encoding, o.mix, o.duration, o.warmup, s.name, numCPU())
 	printRows(os.Stdout, rows)
+	if o.replay {
+		printReplay(os.Stdout, rows)
+	}
 	return nil
+}
+
+// replaySuffix marks the rows of runs that replayed the dump.
+const replaySuffix = " replay"
+
+// printReplay compares, per rate and client, blast's CPU per request with
+// the replayed pool against the generated one: the mean of each over the
+// repeats, and their ratio.
+func printReplay(w io.Writer, rows []row) {
+	type key struct {
+		rate   float64
+		client string
+	}
+	type sums struct{ gen, rep, genSink, repSink []time.Duration }
+	var order []key
+	by := map[key]*sums{}
+	for _, r := range rows {
+		if r.tool != "blast" {
+			continue
+		}
+		client, replayed := strings.CutSuffix(r.config, replaySuffix)
+		k := key{r.rate, client}
+		if by[k] == nil {
+			by[k] = &sums{}
+			order = append(order, k)
+		}
+		if replayed {
+			by[k].rep, by[k].repSink = append(by[k].rep, r.cpuPerReq), append(by[k].repSink, r.sinkCPUPerReq)
+		} else {
+			by[k].gen, by[k].genSink = append(by[k].gen, r.cpuPerReq), append(by[k].genSink, r.sinkCPUPerReq)
+		}
+	}
+	fmt.Fprintln(w, "\nblast CPU per request, replayed pool (--envelopes of its dump) against the generated pool, runs alternating;")
+	fmt.Fprintln(w, "pair i is the i-th run of each: the median of the pairs' ratios is the least swayed by a disturbed run;")
+	fmt.Fprintln(w, "per sink CPU: the same with each run's CPU per request divided by the sink's, which a busy machine slows alike")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target/s\tclient\tpairs\tgenerated mean\treplayed mean\tratio of means\tgenerated median\treplayed median\tmedian pair ratio\tper sink CPU\t")
+	for _, k := range order {
+		s := by[k]
+		g, r := s.gen, s.rep
+		n := min(len(g), len(r))
+		var ratios, perSink []float64
+		for i := range n {
+			if g[i] > 0 {
+				ratios = append(ratios, float64(r[i])/float64(g[i]))
+			}
+			if g[i] > 0 && s.genSink[i] > 0 && s.repSink[i] > 0 {
+				perSink = append(perSink, ratio(float64(r[i])/float64(s.repSink[i]), float64(g[i])/float64(s.genSink[i])))
+			}
+		}
+		fmt.Fprintf(tw, "%.0f\t%s\t%d\t%.2fµs\t%.2fµs\t%.3f\t%.2fµs\t%.2fµs\t%.3f\t%.3f\t\n", k.rate, k.client, n,
+			us(mean(g)), us(mean(r)), ratio(mean(r), mean(g)), us(median(g)), us(median(r)), medianF(ratios), medianF(perSink))
+	}
+	tw.Flush()
+}
+
+func us(d float64) float64 { return d / 1e3 }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func mean(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, d := range ds {
+		sum += float64(d)
+	}
+	return sum / float64(len(ds))
+}
+
+func median(ds []time.Duration) float64 {
+	fs := make([]float64, len(ds))
+	for i, d := range ds {
+		fs[i] = float64(d)
+	}
+	return medianF(fs)
+}
+
+func medianF(fs []float64) float64 {
+	if len(fs) == 0 {
+		return 0
+	}
+	fs = slices.Clone(fs)
+	slices.Sort(fs)
+	if n := len(fs); n%2 == 1 {
+		return fs[n/2]
+	}
+	return (fs[len(fs)/2-1] + fs[len(fs)/2]) / 2
 }
 
 // sinkProc is the sink process the generators send to.
@@ -192,14 +300,32 @@ func runAll(o options, dir string, s *sinkProc) ([]row, error) {
 		rows = append(rows, r)
 		printRows(os.Stderr, rows[len(rows)-1:])
 	}
+	corpus := ""
+	if o.replay {
+		corpus = filepath.Join(dir, "corpus")
+		if err := dumpPool(o.blastBin, corpus, o.poolSize, o.encoding, o.mix); err != nil {
+			return nil, err
+		}
+	}
 	for _, rate := range o.rates {
 		for _, client := range o.clients {
-			for range o.repeat {
-				r, err := runBlast(o, dir, s.target, s.pid(), rate, client)
-				if err != nil {
-					return nil, err
+			for i := range o.repeat {
+				// With -replay, ABBA: the order alternates so that drift of the
+				// machine weighs on both pools alike.
+				sources := []string{""}
+				if o.replay {
+					sources = []string{"", corpus}
+					if i%2 == 1 {
+						sources = []string{corpus, ""}
+					}
 				}
-				add(r)
+				for _, src := range sources {
+					r, err := runBlast(o, dir, s.target, s.pid(), rate, client, src)
+					if err != nil {
+						return nil, err
+					}
+					add(r)
+				}
 			}
 		}
 	}
@@ -291,12 +417,19 @@ func fmtD(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", float64(d)/1e6)
 }
 
-// runBlast runs the blast binary once and measures it.
-func runBlast(o options, dir, target string, sinkPID int, rate float64, client string) (row, error) {
+// runBlast runs the blast binary once and measures it: with the generated
+// pool, or with corpus (a dump of it) replayed when corpus is set.
+func runBlast(o options, dir, target string, sinkPID int, rate float64, client, corpus string) (row, error) {
 	out := filepath.Join(dir, fmt.Sprintf("blast-%s-%.0f.json", strings.ReplaceAll(client, "/", ""), rate))
-	cmd := exec.Command(o.blastBin, "--target", target, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
+	args := []string{"--target", target, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
 		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "--pool", strconv.Itoa(o.poolSize),
-		"--encoding", o.encoding, "--mix", o.mix, "--client", client, "--out", out)
+		"--encoding", o.encoding, "--client", client, "--out", out}
+	if corpus != "" {
+		args = append(args, "--envelopes", corpus)
+	} else {
+		args = append(args, "--mix", o.mix)
+	}
+	cmd := exec.Command(o.blastBin, args...)
 	stderr, _ := cmd.StderrPipe()
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -326,7 +459,11 @@ func runBlast(o options, dir, target string, sinkPID int, rate float64, client s
 		return row{}, rerr
 	}
 	fmt.Fprint(os.Stderr, stdout.String())
-	return blastRow(res, rate, client, m), nil
+	config := client
+	if corpus != "" {
+		config += replaySuffix
+	}
+	return blastRow(res, rate, config, m), nil
 }
 
 // blastRun is what runBlast measured around one blast run, from the kernel.
@@ -434,12 +571,20 @@ func verdict(r row) string {
 	return strings.Join(v, ", ")
 }
 
+// dumpPool writes the pool blast builds with these options to dir (blast --dump).
+func dumpPool(bin, dir string, size int, enc, mix string) error {
+	if out, err := exec.Command(bin, "--dump", dir, "--pool", strconv.Itoa(size), "--encoding", enc, "--mix", mix).CombinedOutput(); err != nil {
+		return fmt.Errorf("blast --dump: %w: %s", err, out)
+	}
+	return nil
+}
+
 // vegetaTargets writes vegeta JSON targets (one per line, body base64) from
 // a `blast --dump` of the same pool.
 func vegetaTargets(bin, dir, target, path string, size int, enc, mix string) error {
 	dump := filepath.Join(dir, "dump")
-	if out, err := exec.Command(bin, "--dump", dump, "--pool", strconv.Itoa(size), "--encoding", enc, "--mix", mix).CombinedOutput(); err != nil {
-		return fmt.Errorf("blast --dump: %w: %s", err, out)
+	if err := dumpPool(bin, dump, size, enc, mix); err != nil {
+		return err
 	}
 	b, err := os.ReadFile(filepath.Join(dump, "manifest.json"))
 	if err != nil {

@@ -35,6 +35,26 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
+// -replay alternates the generated pool and its dump replayed, and
+// compares the two.
+func TestReplaySmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries and runs blast four times")
+	}
+	blastBin := testutil.Build(t, "github.com/relayload/relayload/cmd/blast")
+	benchBin := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/blastbench")
+	out, err := exec.Command(benchBin, "-blast", blastBin, "-rates", "300", "-duration", "1s", "-warmup", "200ms",
+		"-pool", "200", "-replay", "-repeat", "2").Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := string(out)
+	if strings.Count(s, "  blast fasthttp replay ") != 2 || strings.Count(s, "  blast fasthttp 300/s") != 2 ||
+		!regexp.MustCompile(`(?m)^ +300 +fasthttp +2 +[0-9.]+µs +[0-9.]+µs +[0-9.]+ +[0-9.]+µs +[0-9.]+µs +[0-9.]+ +[0-9.]+ *$`).MatchString(s) {
+		t.Fatalf("unexpected output:\n%s", s)
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -165,3 +185,21 @@ func TestProcReadings(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { testutil.Main(m) }
+
+func TestPrintReplay(t *testing.T) {
+	us := time.Microsecond
+	var rows []row
+	for i, c := range [][2]time.Duration{{10 * us, 11 * us}, {20 * us, 22 * us}, {30 * us, 27 * us}} {
+		rows = append(rows, row{tool: "blast", config: "fasthttp", rate: 20000, cpuPerReq: c[0], sinkCPUPerReq: c[0]},
+			row{tool: "blast", config: "fasthttp replay", rate: 20000, cpuPerReq: c[1], sinkCPUPerReq: c[0] * 2})
+		if i == 0 {
+			rows = append(rows, row{tool: "vegeta", config: "128 workers", rate: 20000, cpuPerReq: time.Second})
+		}
+	}
+	var b strings.Builder
+	printReplay(&b, rows)
+	want := regexp.MustCompile(`(?m)^ +20000 +fasthttp +3 +20.00µs +20.00µs +1.000 +20.00µs +22.00µs +1.100 +0.550$`)
+	if !want.MatchString(b.String()) {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
