@@ -121,7 +121,7 @@ func (o *options) check() error {
 		return err
 	}
 	if o.envelopes != "" {
-		for _, f := range []string{"mix", "user-agents", "unique-user-agents", "zipf-s"} {
+		for _, f := range []string{"mix", "user-agents", "user-agents-file", "unique-user-agents", "zipf-s"} {
 			if o.set[f] {
 				return cli.Usagef("--envelopes replays recorded envelopes: --%s does not apply", f)
 			}

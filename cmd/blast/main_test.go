@@ -93,6 +93,7 @@ func TestBadInput(t *testing.T) {
 		{"stray-argument"},
 		{"--envelopes", corpus, "--mix", "errors=1"},
 		{"--envelopes", corpus, "--zipf-s", "1.5"},
+		{"--envelopes", corpus, "--user-agents-file", "agents.txt"},
 		{"--envelopes", corpus, "--unique-user-agents"},
 		{"--envelopes", t.TempDir()},
 		{"--envelopes", "/nonexistent"},

@@ -135,7 +135,6 @@ func relayReportOptions(args []string, stdout io.Writer) (relayreport.Options, b
 	if o.Agents, err = readAgents(*f.agents); err != nil {
 		return o, false, err
 	}
-	o = relayreport.Options{RelayBin: *relayBin, BaselineName: *relayName, Out: *out, Duration: *duration, KindRate: *kindRate, Perf: *perf}
 	if *f.envelopes != "" {
 		if o.Corpus, err = loadCorpus(*f.envelopes, set); err != nil {
 			return o, false, err

@@ -68,10 +68,10 @@ func TestStandinSlices(t *testing.T) {
 			t.Errorf("slice %d: idle %.4f, cores %.4f from %.3f s of CPU over %s", i, sl.IdleCores, sl.Cores, sl.CPUSecs, sl.Elapsed)
 		}
 	}
-	// Forwards that land after their pair count in the next one: none is
-	// counted twice, and only the last pair's may be missing.
+	// Forwards that land after their pair count in the next one: the
+	// unmeasured first slice's may come in, the last pair's may be missing.
 	for b, n := range ok {
-		if forwarded[b] > n || forwarded[b] < n-100 {
+		if forwarded[b] > n+100 || forwarded[b] < n-100 {
 			t.Errorf("%s: forwarded %d of %d accepted", b, forwarded[b], n)
 		}
 	}
