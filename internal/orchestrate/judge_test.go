@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/replay"
 )
 
 // Relay stopped for 5 s (SIGSTOP) and resumed: requests that timed out at
@@ -66,6 +70,41 @@ func TestFindMaxLagIsNeverTheCeiling(t *testing.T) {
 		}
 		if !harness && !strings.Contains(fm.Stopped, "the load generator fell behind its schedule") {
 			t.Errorf("with a Relay: %+v, want the search stopped at the harness-limited step", fm)
+		}
+	}
+}
+
+// TestNeverForwarded: envelopes of a replayed kind of which no item reached
+// the upstream (Relay 26.4.0 drops trace_metric items without an outcome)
+// are left out of what Relay is expected to forward, and named; kinds that
+// arrived, the pool's own kinds and client reports are not.
+func TestNeverForwarded(t *testing.T) {
+	kinds := []pool.Kind{pool.KindError, "trace_metric", "client_report", "feedback"}
+	p := &pool.Pool{}
+	for i := range 40 {
+		p.Entries = append(p.Entries, pool.Entry{Kind: kinds[i%len(kinds)]})
+	}
+	res := &blast.Result{OKByKind: map[pool.Kind]int64{pool.KindError: 100, "trace_metric": 100, "client_report": 100, "feedback": 100}}
+	for _, tc := range []struct {
+		name   string
+		corpus bool
+		items  map[string]int64
+		want   int64
+		note   string
+	}{
+		{"generated pool", false, map[string]int64{"event": 100}, 0, ""},
+		{"every kind arrived", true, map[string]int64{"event": 100, "trace_metric": 100, "feedback": 100}, 0, ""},
+		// 100 measured plus a quarter of 40 warm-up envelopes.
+		{"trace_metric dropped", true, map[string]int64{"event": 100, "feedback": 100}, 110, "110 trace_metric envelopes"},
+		{"two dropped", true, map[string]int64{"event": 100}, 220, "110 feedback, 110 trace_metric envelopes"},
+	} {
+		r := &runner{pool: p}
+		if tc.corpus {
+			r.cfg.Corpus = &replay.Corpus{}
+		}
+		n, note := r.neverForwarded(res, 40, tc.items)
+		if n != tc.want || !strings.Contains(note, tc.note) {
+			t.Errorf("%s: %d, %q; want %d, %q", tc.name, n, note, tc.want, tc.note)
 		}
 	}
 }
