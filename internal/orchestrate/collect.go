@@ -35,9 +35,12 @@ func (s *step) collect() {
 	samplesAt := s.blastStart.Sub(s.sampler.Start())
 	end := int(s.atDrainEnd.At-samplesAt+time.Second-1) / int(time.Second)
 	st.Seconds = secondsSeries(end, s.res.Windows, s.res.Start, final.Timeline, smp, samplesAt)
+	// The share of accepted envelopes that will never be forwarded as data:
+	// those lost (the gap) and, for a replayed pool, those Relay does not
+	// forward as envelopes at all; the steady state judges the pace of the rest.
 	loss := 0.0
-	if st.Drain.Settled && accepted > 0 && st.Upstream.Gap > 0 {
-		loss = float64(st.Upstream.Gap) / float64(accepted)
+	if all := st.OK + st.warmOK; st.Drain.Settled && all > 0 {
+		loss = float64(all-accepted+max(st.Upstream.Gap, 0)) / float64(all)
 	}
 	from, to := windowSeconds(s.res)
 	if to-from < 2 && st.StoppedEarly != "" {

@@ -119,6 +119,11 @@ func TestHarnessSweepCorpus(t *testing.T) {
 	if st.Upstream.Gap != 0 || st.Upstream.ItemsByType["feedback"] == 0 || st.Upstream.ItemsByType["client_report"] == 0 {
 		t.Errorf("gap %d, items %v", st.Upstream.Gap, st.Upstream.ItemsByType)
 	}
+	// Its client reports are never forwarded as envelopes: not a pace
+	// Relay fails to keep.
+	if st.Verdict != VerdictKeptUp {
+		t.Errorf("verdict %s: %v", st.Verdict, st.Reasons)
+	}
 	if want := st.OK + st.warmOK; st.Upstream.Envelopes != want {
 		t.Errorf("upstream got %d envelopes, blast had %d accepted", st.Upstream.Envelopes, want)
 	}
