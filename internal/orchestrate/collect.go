@@ -132,10 +132,9 @@ func trueCost(a, b relayproc.Sample, idleCores float64, forwarded int64) (ms flo
 
 // neverForwarded is how many accepted envelopes of a replayed pool are of
 // kinds of which no item reached the upstream at all, with a note naming
-// them: the Relay drops that item type (Relay 26.4.0 drops trace_metric
-// items without an outcome), which is not falling behind. Taken out by
-// kind over the measured window, by their share of the pool over the
-// warm-up.
+// them: Relay drops that item type (trace_metric, with no outcome), which
+// is not falling behind. Taken out by kind over the measured window, by
+// their share of the pool over the warm-up (TestNeverForwarded).
 func (r *runner) neverForwarded(res *blast.Result, warmOK int64, items map[string]int64) (int64, string) {
 	if r.cfg.Corpus == nil || res == nil {
 		return 0, ""
