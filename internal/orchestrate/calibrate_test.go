@@ -54,7 +54,7 @@ func TestVerdictFalsePositivesSynthetic(t *testing.T) {
 				hits++
 			}
 		}
-		// 4000 runs: the rate's standard error is about 0.35 points.
+		// The bounds allow about three standard errors of a rate over 4000 runs.
 		if fp := float64(hits) / runs; fp > 0.065 || fp < 0.035 {
 			t.Errorf("%d pairs: false-positive rate %.3f, want about 0.05", k, fp)
 		}

@@ -13,8 +13,8 @@ import (
 // of a step may stay reachable: the live heap after the third step must be
 // what it was after the first, within 1 MiB (a leak of half a megabyte a
 // step fails it). And a step's peak RSS must not include what earlier
-// steps left: it grew by ~60 MB a step at 1000/s, because the fake
-// upstream's body buffers piled up in its pool (upstream's
+// steps left: it grew step by step when the fake upstream's body buffers
+// piled up in its pool (upstream's
 // TestBodyBuffersBoundedByInflight holds that) and because the garbage of
 // earlier steps was still resident when the peak-RSS mark was reset.
 //

@@ -46,16 +46,15 @@ func TestJudgeTimeoutsAcceptedLater(t *testing.T) {
 	}
 }
 
-// The bisection of make demo (the harness on its own) judged its ceiling
-// step "kept up" while blast's schedule lag p99 was 7.9 ms, what blast
-// calls INVALID: a step whose load generator fell behind its schedule is
-// never the ceiling, measuring the harness or a Relay.
+// A step whose load generator fell behind its schedule (what blast calls
+// INVALID) is never the ceiling, measuring the harness or a Relay: the
+// bisection of make demo once judged such a step "kept up".
 func TestFindMaxLagIsNeverTheCeiling(t *testing.T) {
 	cfg := Config{MaxP99: time.Second, MaxCatchUp: 3 * time.Second, Rates: []float64{5000, 60000}, FindMaxProbes: 6}
 	for _, harness := range []bool{true, false} {
 		r := &runner{cfg: cfg}
 		fm := r.findMax(t.Context(), Build{Name: "x"}, func(_ Build, _ int, rate float64, _ bool) *Step {
-			// Blast keeps to its schedule up to 15,000/s, lags 7.9 ms above.
+			// Blast keeps to its schedule up to 15,000/s and lags above.
 			lag := 1.0
 			if rate > 15000 {
 				lag = 7.9

@@ -131,7 +131,7 @@ func steadyState(pts []SecondPoint, from, to int, loss float64, smp []relayproc.
 // SteadyGrowth is the share of the accepted rate a backlog may grow by,
 // steadily, before forwarding counts as falling behind however short the
 // window: a Relay that forwards slightly less than it accepts (seen with
-// transactions alone, Relay 26.4.0) never catches up, though over a short
+// transactions alone) never catches up, though over a short
 // window its backlog grows by less than one batching interval's worth.
 const SteadyGrowth = 0.03
 
