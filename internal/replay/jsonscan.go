@@ -106,17 +106,9 @@ func (w *walker) object(i, depth int, parent []byte) (int, bool) {
 		}
 		w.m = member{key: key, parent: parent, depth: depth, start: start, end: end}
 		w.visit(&w.m)
-		i = skipWS(b, end)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return i, false
+		var more bool
+		if i, more, ok = afterValue(b, end, '}'); !more {
+			return i, ok
 		}
 	}
 }
@@ -132,19 +124,27 @@ func (w *walker) array(i, depth int, parent []byte) (int, bool) {
 		if !ok {
 			return end, false
 		}
-		i = skipWS(b, end)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return i, false
+		var more bool
+		if i, more, ok = afterValue(b, end, ']'); !more {
+			return i, ok
 		}
 	}
+}
+
+// afterValue reads what follows a member or element ending at end: a comma
+// (more: i is where the next one starts) or the closing byte (done: i is
+// past it); anything else is malformed.
+func afterValue(b []byte, end int, closing byte) (i int, more, ok bool) {
+	i = skipWS(b, end)
+	switch {
+	case i >= len(b):
+		return i, false, false
+	case b[i] == ',':
+		return skipWS(b, i+1), true, true
+	case b[i] == closing:
+		return i + 1, false, true
+	}
+	return i, false, false
 }
 
 // scanString scans the string whose opening quote is at b[i] and returns
