@@ -67,6 +67,25 @@ func (h Help) Check(fs *flag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
+// CheckOutput reports what in out, the help as written, a reader should
+// not meet: a line wider than Width, a flag in -flag form, or other than
+// three examples.
+func (h Help) CheckOutput(out string) error {
+	var errs []error
+	for i, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > Width {
+			errs = append(errs, fmt.Errorf("line %d is %d wide: %q", i+1, n, l))
+		}
+		if strings.HasPrefix(l, "  -") && !strings.HasPrefix(l, "  --") {
+			errs = append(errs, fmt.Errorf("a flag in -flag form: %q", l))
+		}
+	}
+	if len(h.Examples) != 3 || strings.Count(out, "\n  # ") != 3 {
+		errs = append(errs, fmt.Errorf("want three examples:\n%s", out))
+	}
+	return errors.Join(errs...)
+}
+
 // Write writes the help for the flags of fs. A flag in no group is shown
 // under "Other flags" rather than hidden (Check finds it in a test).
 func (h Help) Write(w io.Writer, fs *flag.FlagSet) {

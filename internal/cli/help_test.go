@@ -166,3 +166,23 @@ func TestWrap(t *testing.T) {
 		t.Errorf("wrapped lines:\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// TestCheckOutput: a help as written is refused for a line wider than
+// Width, a flag in -flag form, or other than three examples.
+func TestCheckOutput(t *testing.T) {
+	h := Help{Examples: []Example{{What: "a", Command: "x"}, {What: "b", Command: "x"}, {What: "c", Command: "x"}}}
+	good := "Examples:\n  # a\n  x\n  # b\n  x\n  # c\n  x\n  --rate N  sends\n"
+	for _, tc := range []struct {
+		name, out, want string
+	}{
+		{"good", good, ""},
+		{"wide", good + strings.Repeat("x", Width+1) + "\n", "wide"},
+		{"single dash", good + "  -rate N\n", "-flag form"},
+		{"two examples", "Examples:\n  # a\n  x\n  # b\n  x\n", "three examples"},
+	} {
+		err := h.CheckOutput(tc.out)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
