@@ -211,7 +211,7 @@ func (r *runner) runPair(bs [2]*sliceBuild, order []int, rate float64, pair int)
 			if err != nil {
 				return fmt.Errorf("reading Relay's CPU: %w", err)
 			}
-			at[k][i], fwd[k][i] = smp, b.s.up.Stats().DataEnvelopes
+			at[k][i], fwd[k][i] = smp, b.s.up.DataEnvelopes()
 		}
 		return nil
 	}
