@@ -130,18 +130,28 @@ func trueCost(a, b relayproc.Sample, idleCores float64, forwarded int64) (ms flo
 	return ms, span, cpu, forwarded
 }
 
+// kindShares is each kind's share of p's entries.
+func kindShares(p *pool.Pool) map[pool.Kind]float64 {
+	share := map[pool.Kind]float64{}
+	for _, e := range p.Entries {
+		share[e.Kind] += 1 / float64(len(p.Entries))
+	}
+	return share
+}
+
+// acceptedOf is how many envelopes of kind k were accepted: counted by kind
+// over the measured window, by k's share of the pool over the warm-up.
+func (r *runner) acceptedOf(res *blast.Result, warmOK int64, k pool.Kind) int64 {
+	return res.OKByKind[k] + int64(math.Round(float64(warmOK)*r.kindShare[k]))
+}
+
 // neverForwarded is how many accepted envelopes of a replayed pool are of
 // kinds of which no item reached the upstream at all, with a note naming
 // them: Relay drops that item type (trace_metric, with no outcome), which
-// is not falling behind. Taken out by kind over the measured window, by
-// their share of the pool over the warm-up (TestNeverForwarded).
+// is not falling behind (TestNeverForwarded).
 func (r *runner) neverForwarded(res *blast.Result, warmOK int64, items map[string]int64) (int64, string) {
-	if r.cfg.Corpus == nil || res == nil {
+	if r.kindShare == nil || res == nil {
 		return 0, ""
-	}
-	share := map[pool.Kind]float64{}
-	for _, e := range r.pool.Entries {
-		share[e.Kind]++
 	}
 	var total int64
 	var names []string
@@ -149,7 +159,7 @@ func (r *runner) neverForwarded(res *blast.Result, warmOK int64, items map[strin
 		if !replay.CarriesData(k) || items[string(k)] > 0 || slices.Contains(pool.Kinds(), k) {
 			continue
 		}
-		n := res.OKByKind[k] + int64(math.Round(float64(warmOK)*share[k]/float64(len(r.pool.Entries))))
+		n := r.acceptedOf(res, warmOK, k)
 		total += n
 		names = append(names, fmt.Sprintf("%d %s", n, k))
 	}
@@ -164,18 +174,16 @@ func (r *runner) neverForwarded(res *blast.Result, warmOK int64, items map[strin
 // in blast's warm-up) carry data, which is what the upstream counts as
 // forwarded: all of them for a generated pool, but a replayed one may hold
 // envelopes of client reports or metrics alone, which Relay turns into
-// outcomes and metrics. Those are taken out by kind over the measured
-// window and by their share of the pool over the warm-up.
+// outcomes and metrics.
 func (r *runner) dataAccepted(res *blast.Result, ok, warmOK int64) int64 {
-	if r.noDataShare == 0 || res == nil {
+	if r.kindShare == nil || res == nil {
 		return ok + warmOK
 	}
 	var none int64
-	for k, n := range res.OKByKind {
+	for k := range r.kindShare {
 		if !replay.CarriesData(k) {
-			none += n
+			none += r.acceptedOf(res, warmOK, k)
 		}
 	}
-	none += int64(math.Round(float64(warmOK) * r.noDataShare))
 	return max(ok+warmOK-none, 0)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/pool"
-	"github.com/relayload/relayload/internal/replay"
 )
 
 // Relay stopped for 5 s (SIGSTOP) and resumed: requests that timed out at
@@ -99,7 +98,7 @@ func TestNeverForwarded(t *testing.T) {
 	} {
 		r := &runner{pool: p}
 		if tc.corpus {
-			r.cfg.Corpus = &replay.Corpus{}
+			r.kindShare = kindShares(p)
 		}
 		n, note := r.neverForwarded(res, 40, tc.items)
 		if n != tc.want || !strings.Contains(note, tc.note) {

@@ -32,9 +32,9 @@ type runner struct {
 	perf     *perfPlan
 	statsd   *statsd.Receiver
 	nSteps   int // planned steps (for perf file names)
-	// noDataShare is the share of the pool's entries that carry no data
-	// (replay.CarriesData): 0 for a generated pool.
-	noDataShare float64
+	// kindShare is each kind's share of a replayed pool's entries (nil for a
+	// generated pool): what the warm-up, not counted by kind, sent of it.
+	kindShare map[pool.Kind]float64
 
 	mu    sync.Mutex
 	notes []string
@@ -232,13 +232,7 @@ func (r *runner) prepare(ctx context.Context, rep *Report) (cleanup func(), err 
 			return cleanup, configerr.Wrap("PoolSize", err)
 		}
 		rep.Setup.Corpus = &sum
-		var none int
-		for _, e := range r.pool.Entries {
-			if !replay.CarriesData(e.Kind) {
-				none++
-			}
-		}
-		r.noDataShare = float64(none) / float64(len(r.pool.Entries))
+		r.kindShare = kindShares(r.pool)
 	} else {
 		r.logf("building a pool of %d envelopes (seed %d, %d projects)", cfg.PoolSize, cfg.Seed, cfg.Projects)
 		opts := pool.Options{
