@@ -28,7 +28,7 @@ type options struct {
 	seed                                                                     uint64
 
 	duration, warmup, idle, readyTO, shutTO, warmTO, drainTO, maxCatchUp, maxP99, timeout time.Duration
-	slice, budget                                                                         time.Duration
+	slice, block, budget                                                                  time.Duration
 
 	inbound, findMax, keep, uniqueUA, quiet, perfHarness bool
 
@@ -92,8 +92,9 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.Var(&o.compare, "compare", "another build, `NAME=BIN[:CONFIG.yml]` (CONFIG.yml is merged into its Relay's config; its relayload: section sets inbound_filters for its fake upstream), compared with --relay-bin")
 	fs.StringVar(&o.compareIn, "compare-in", "", "how --compare runs: `slices` (both Relays started once, traffic alternating in ABBA pairs of --slice until --precision or --budget; the default) or steps (a fresh Relay per step and round; the default with --rounds, --find-max or --fault)")
 	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare in slices: how long each build takes the traffic in turn")
+	fs.DurationVar(&o.block, "block", orchestrate.DefaultBlock, "with --compare in slices: how long both builds' Relays live before they are started afresh; more processes shrink what two processes of one binary differ by (as long as --budget keeps one process per build)")
 	fs.StringVar(&o.precision, "precision", "", "with --compare in slices: stop once the 95% interval of the change in CPU per envelope is within ±this `PERCENT`, e.g. 3%")
-	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary differ by in CPU per envelope (a `PERCENT`, 0 for nothing), added to the intervals; default 1.4%, from A/A runs on a shared VM: measure yours by comparing a build with itself")
+	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary differ by in CPU per envelope (a `PERCENT`, 0 for nothing), added to the intervals for each block's processes; default 1.4%, from A/A runs on a shared VM: measure yours by comparing a build with itself")
 	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare in slices: the longest a comparison may take, split over the rates")
 }
 
@@ -121,7 +122,7 @@ var help = cli.Help{
 		{Title: "Fake upstream", Flags: []string{"quota", "quotas", "inbound-filters", "fault"}},
 		{Title: "Verdict", Flags: []string{"max-p99", "max-catch-up", "find-max", "find-max-probes", "warmup-timeout",
 			"drain-timeout"}},
-		{Title: "Comparing builds", Flags: []string{"compare", "compare-in", "slice", "precision", "process-noise", "budget", "fail-on", "baseline"}},
+		{Title: "Comparing builds", Flags: []string{"compare", "compare-in", "slice", "block", "precision", "process-noise", "budget", "fail-on", "baseline"}},
 		{Title: "Profiles and Relay's metrics", Flags: []string{"perf", "call-graph", "perf-harness", "statsd", "statsd-listen", "statsd-metric"}},
 		{Title: "Output", Flags: []string{"out", "quiet", "keep"}},
 	},
@@ -143,7 +144,7 @@ func flagNames() map[string]string {
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on", "Agents": "--user-agents-file",
-		"Slices": "--compare-in slices", "Corpus": "--envelopes", "Slice": "--slice", "Precision": "--precision", "ProcessNoise": "--process-noise", "Budget": "--budget",
+		"Slices": "--compare-in slices", "Corpus": "--envelopes", "Slice": "--slice", "Block": "--block", "Precision": "--precision", "ProcessNoise": "--process-noise", "Budget": "--budget",
 	}
 }
 
@@ -263,7 +264,7 @@ func (o *options) builds(cfg *orchestrate.Config) error {
 	if !cfg.Slices {
 		return nil
 	}
-	cfg.Slice, cfg.Budget = o.slice, o.budget
+	cfg.Slice, cfg.Block, cfg.Budget = o.slice, o.block, o.budget
 	if o.precision != "" {
 		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.precision), "%"), 64)
 		if err != nil || p <= 0 || p >= 100 {

@@ -26,7 +26,7 @@ func falsePositives(base, build []float64, k, n int, subsets bool, rng *rand.Ran
 			copy(a, base[start:start+k])
 			copy(b, build[start:start+k])
 		}
-		if v := pairedChangeFrom("ms_per_envelope", a, b, 0, DefaultProcessNoise).Verdict; v == VerdictLower || v == VerdictHigher {
+		if v := pairedChangeFrom("ms_per_envelope", a, b, nil, 0, DefaultProcessNoise).Verdict; v == VerdictLower || v == VerdictHigher {
 			hits++
 		}
 	}

@@ -44,8 +44,10 @@ const (
 	DefaultPoolSize        = 5000
 	DefaultMaxP99          = time.Second
 	DefaultFindMaxProbes   = 7
-	// DefaultSlice and DefaultBudget shape a comparison in slices.
+	// DefaultSlice, DefaultBlock and DefaultBudget shape a comparison in
+	// slices.
 	DefaultSlice          = 3 * time.Second
+	DefaultBlock          = 2 * time.Minute
 	DefaultBudget         = 10 * time.Minute
 	DefaultSampleInterval = 100 * time.Millisecond
 	// DefaultMaxCatchUp bounds the time from blast's end until the last
@@ -111,9 +113,15 @@ type Config struct {
 	Slices    bool
 	Slice     time.Duration
 	Precision float64
+	// Block is how long each build's Relay (and fake upstream) lives in a
+	// comparison in slices before both are started afresh: each block's
+	// processes are a new draw of what two processes of one binary differ
+	// by, so more blocks shrink that part of the interval (default
+	// DefaultBlock; a Block of at least Budget keeps one process per build).
+	Block time.Duration
 	// ProcessNoise is the spread (a fraction) of what two processes of one
 	// binary differ by in CPU per envelope over their whole life, added to
-	// the interval of a comparison in slices (each build runs one process);
+	// the interval of a comparison in slices for each block's processes;
 	// 0 means DefaultProcessNoise, a negative value none.
 	ProcessNoise float64
 	Budget       time.Duration
@@ -296,6 +304,9 @@ func (c *Config) checkSlices() error {
 	if c.Slice == 0 {
 		c.Slice = DefaultSlice
 	}
+	if c.Block == 0 {
+		c.Block = DefaultBlock
+	}
 	if c.Budget == 0 {
 		c.Budget = DefaultBudget
 	}
@@ -308,6 +319,8 @@ func (c *Config) checkSlices() error {
 		return configerr.New("Slices", "needs rates to send at; max is not one")
 	case c.Slice < time.Second || c.Slice > 10*time.Minute:
 		return configerr.Errorf("Slice", "%s: want 1s..10m", c.Slice)
+	case c.Block < 10*c.Slice:
+		return configerr.Errorf("Block", "%s: want at least ten slices (%s)", c.Block, 10*c.Slice)
 	case c.ProcessNoise >= 1:
 		return configerr.Errorf("ProcessNoise", "%g: want a fraction below 1, e.g. 0.014", c.ProcessNoise)
 	case c.Precision < 0 || c.Precision >= 1:

@@ -49,7 +49,7 @@ const DefaultProcessNoise = 0.014
 // values. Pairs with a value that is not positive are left out (a ratio
 // needs both).
 func pairedChange(metric string, base, build []float64) Change {
-	return pairedChangeFrom(metric, base, build, 0, 0)
+	return pairedChangeFrom(metric, base, build, nil, 0, 0)
 }
 
 // pairedChangeStopped is pairedChange for a run that a precision rule may
@@ -59,20 +59,29 @@ func pairedChange(metric string, base, build []float64) Change {
 // the first MinPairs pairs' degrees of freedom and the larger of their
 // spread and all pairs' (a two-stage interval in the manner of Stein's).
 func pairedChangeStopped(metric string, base, build []float64) Change {
-	return pairedChangeFrom(metric, base, build, MinPairs, 0)
+	return pairedChangeFrom(metric, base, build, nil, MinPairs, 0)
 }
 
 // pairedChangeFrom is pairedChange with, for n0 > 0, the two-stage
 // interval over the first n0 pairs, and with process (a fraction) the
 // spread of what the two builds' processes differ by for their whole
-// life: pairs measured on one process per build cannot shrink it, so it
-// is added to the interval's variance as it is.
-func pairedChangeFrom(metric string, base, build []float64, n0 int, process float64) Change {
+// life. Pairs measured on the same two processes cannot shrink that
+// spread; blocks[i] names the processes pair i was measured on (nil: one
+// block), and each block's processes are a fresh draw, so the spread
+// enters the interval's variance weighted by Σ(share of the pairs in
+// each block)²: as it is for one block, divided by k for k equal ones.
+func pairedChangeFrom(metric string, base, build []float64, blocks []int, n0 int, process float64) Change {
 	c := Change{Metric: metric, Verdict: VerdictTooFewPairs}
 	var logs []float64
+	inBlock := map[int]float64{}
 	for i := range min(len(base), len(build)) {
 		if base[i] > 0 && build[i] > 0 && !math.IsInf(base[i], 0) && !math.IsInf(build[i], 0) {
 			logs = append(logs, math.Log(build[i]/base[i]))
+			if blocks != nil {
+				inBlock[blocks[i]]++
+			} else {
+				inBlock[0]++
+			}
 		}
 	}
 	c.Pairs = len(logs)
@@ -89,7 +98,11 @@ func pairedChangeFrom(metric string, base, build []float64, n0 int, process floa
 		sd, df = max(sd, sd0), float64(n0-1)
 	}
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
-	h := t * math.Sqrt(sd*sd/float64(c.Pairs)+process*process)
+	var shares float64
+	for _, n := range inBlock {
+		shares += (n / float64(c.Pairs)) * (n / float64(c.Pairs))
+	}
+	h := t * math.Sqrt(sd*sd/float64(c.Pairs)+process*process*shares)
 	pct := func(x float64) float64 { return 100 * math.Expm1(x) }
 	c.Pct, c.Low, c.High = pct(mean), pct(mean-h), pct(mean+h)
 	c.HalfWidth = max(c.Pct-c.Low, c.High-c.Pct)
@@ -102,6 +115,50 @@ func pairedChangeFrom(metric string, base, build []float64, n0 int, process floa
 		c.Verdict = fmt.Sprintf("no change beyond ±%.1f%%", c.HalfWidth)
 	}
 	return c
+}
+
+// blockSpread is the standard deviation (a fraction) of what the blocks'
+// processes add to the log ratios build/base beyond the pairs' own noise:
+// the DerSimonian–Laird estimate over the blocks' means, each weighted by
+// its pairs over the pooled within-block variance. 0 with fewer than
+// three blocks of two pairs or more.
+func blockSpread(base, build []float64, blocks []int) float64 {
+	logs := map[int][]float64{}
+	var order []int
+	for i := range min(len(base), len(build), len(blocks)) {
+		if base[i] > 0 && build[i] > 0 && !math.IsInf(base[i], 0) && !math.IsInf(build[i], 0) {
+			if logs[blocks[i]] == nil {
+				order = append(order, blocks[i])
+			}
+			logs[blocks[i]] = append(logs[blocks[i]], math.Log(build[i]/base[i]))
+		}
+	}
+	var ss, df float64
+	var means, ns []float64
+	for _, b := range order {
+		if xs := logs[b]; len(xs) >= 2 {
+			m, sd := meanSD(xs)
+			ss += sd * sd * float64(len(xs)-1)
+			df += float64(len(xs) - 1)
+			means, ns = append(means, m), append(ns, float64(len(xs)))
+		}
+	}
+	if len(means) < 3 {
+		return 0
+	}
+	within := ss / df
+	var s1, s2, mw float64
+	for i, m := range means {
+		w := ns[i] / within
+		s1, s2, mw = s1+w, s2+w*w, mw+w*m
+	}
+	mw /= s1
+	var q float64
+	for i, m := range means {
+		q += ns[i] / within * (m - mw) * (m - mw)
+	}
+	tau2 := (q - float64(len(means)-1)) / (s1 - s2/s1)
+	return math.Sqrt(max(tau2, 0))
 }
 
 // meanSD is the mean and the sample standard deviation of xs (len ≥ 2).

@@ -25,6 +25,9 @@ import (
 type Slice struct {
 	Build string `json:"build"`
 	Pair  int    `json:"pair"` // 1-based
+	// Block counts the builds' processes: the slices of one block ran on
+	// the same two Relays (1-based; 0 in recordings from before blocks).
+	Block int `json:"block,omitempty"`
 	// Sent and OK are blast's requests sent and accepted (2xx) in the
 	// slice; Forwarded the data envelopes the build's upstream received
 	// over the pair.
@@ -55,13 +58,22 @@ type SliceRun struct {
 	Baseline string        `json:"baseline"`
 	Build    string        `json:"build"`
 	Slice    time.Duration `json:"slice_ns"`
+	// Block is how long each block's processes lived (Config.Block);
+	// Blocks how many blocks the run started.
+	Block  time.Duration `json:"block_ns"`
+	Blocks int           `json:"blocks"`
 	// Precision is the half-width that may end the run (0: none); with it,
 	// the intervals are the two-stage ones a stopping rule needs.
 	Precision float64 `json:"precision,omitempty"`
 	// ProcessNoise is what the intervals of CPU per envelope, cores and
 	// instructions add for the two builds' processes (Config.ProcessNoise).
 	ProcessNoise float64 `json:"process_noise"`
-	Slices       []Slice `json:"slices"`
+	// BlockSpread is the same spread as the run's own blocks show it: the
+	// DerSimonian–Laird estimate over the blocks' mean log ratios of CPU
+	// per envelope (with three blocks or more; else 0). A check of
+	// ProcessNoise, not used by the intervals.
+	BlockSpread float64 `json:"block_spread,omitempty"`
+	Slices      []Slice `json:"slices"`
 	// Ended says what ended the comparison: "precision" (the interval on
 	// CPU per envelope reached Config.Precision), "budget", "interrupted",
 	// or "failed: …".
@@ -70,7 +82,8 @@ type SliceRun struct {
 	// Changes are the paired changes of the compared build against the
 	// baseline, one per metric, CPU per envelope first.
 	Changes []Change `json:"changes"`
-	// Idle is each build's idle cores measured before the first slice.
+	// Idle is each build's idle cores measured before the last block's
+	// first slice.
 	Idle map[string]float64 `json:"idle_cores"`
 	// Counters says whether the slices count retired instructions
 	// ("instructions") or why not (CPU time only).
@@ -99,27 +112,102 @@ type sliceBuild struct {
 	instr *perfcount.Counter // nil: no counter
 }
 
-// compareSlices compares the two builds at rate in slices.
+// minBlockPairs is the fewest pairs a budget must still have room for
+// before a new block is started.
+const minBlockPairs = 4
+
+// compareSlices compares the two builds at rate in slices, block after
+// block, each block on fresh processes of both builds.
 func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, budget time.Duration) *SliceRun {
 	cfg := r.cfg
 	start := time.Now()
-	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Precision: cfg.Precision,
-		ProcessNoise: cfg.ProcessNoise, Idle: map[string]float64{}}
+	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Block: cfg.Block,
+		Precision: cfg.Precision, ProcessNoise: cfg.ProcessNoise, Idle: map[string]float64{}}
 	rep.SliceRuns = append(rep.SliceRuns, c)
 	defer func() {
 		c.Took = time.Since(start)
-		c.Changes = c.pairedChanges()
+		c.Changes, c.BlockSpread = c.pairedChanges()
 	}()
-	var bs [2]*sliceBuild
-	for i, b := range cfg.Builds[:2] {
-		st := &Step{Index: i + 1, Build: b.Name, Rate: rate}
+	// A pair takes two slices: estimated until the first pair is
+	// measured, then the last pair's length; a block's start likewise.
+	pairTook, startTook := 2*cfg.Slice+time.Second, 30*time.Second
+	for block, pair := 1, 0; ; block++ {
+		if block > 1 && time.Since(start)+startTook+minBlockPairs*pairTook > budget {
+			c.Ended = "budget"
+			return c
+		}
+		t0 := time.Now()
+		bs, stop, err := r.startSliceBlock(ctx, c, rate, block)
+		if err != nil {
+			stop()
+			c.Ended = r.sliceEnd(ctx, "failed: "+err.Error())
+			return c
+		}
+		startTook = time.Since(t0)
+		c.Blocks = block
+		for n := 0; ; n++ {
+			if err := ctx.Err(); err != nil {
+				stop()
+				c.Ended = "interrupted"
+				return c
+			}
+			if time.Since(start)+pairTook > budget {
+				stop()
+				c.Ended = "budget"
+				return c
+			}
+			if n > 0 && time.Since(t0)+pairTook > cfg.Block {
+				break
+			}
+			pair++
+			t1 := time.Now()
+			order := []int{0, 1}
+			if pair%2 == 0 {
+				order = []int{1, 0}
+			}
+			sls, err := r.runPair(bs, order, rate, pair)
+			if err != nil {
+				stop()
+				c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s in pair %d", err, pair))
+				return c
+			}
+			for _, i := range order {
+				sls[i].Block = block
+				c.Slices = append(c.Slices, sls[i])
+			}
+			pairTook = time.Since(t1)
+			if cfg.Precision > 0 {
+				if ch, _ := c.pairedChanges(); ch[0].Pairs >= MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
+					stop()
+					c.Ended = "precision"
+					return c
+				}
+			}
+		}
+		stop()
+	}
+}
+
+// startSliceBlock starts both builds' Relays and upstreams for a block,
+// measures each one's idle CPU, opens their instruction counters and
+// sends each a slice of traffic that is not measured: a Relay's first
+// seconds under load cost more than the rest. stop ends them all, also
+// after an error.
+func (r *runner) startSliceBlock(ctx context.Context, c *SliceRun, rate float64, block int) (bs [2]*sliceBuild, stop func(), err error) {
+	var closers []func()
+	stop = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	for i, b := range r.cfg.Builds[:2] {
+		st := &Step{Index: 2*block - 1 + i, Build: b.Name, Rate: rate, Round: block}
 		s := newStep(ctx, r, st, b)
-		defer s.close()
-		r.logf("comparison at %s: starting %s", rateLabel(rate), b.Name)
+		closers = append(closers, s.close)
+		r.logf("comparison at %s, block %d: starting %s", rateLabel(rate), block, b.Name)
 		for _, ph := range s.startPhases() {
 			if err := ph.run(); err != nil {
-				c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s during %s's %s", err, b.Name, ph.name))
-				return c
+				return bs, stop, fmt.Errorf("%s during %s's %s", err, b.Name, ph.name)
 			}
 		}
 		bs[i] = &sliceBuild{s: s, idle: st.CPU.IdleCores}
@@ -129,54 +217,21 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 			c.Counters = "CPU time only: " + err.Error()
 			continue
 		}
-		defer instr.Close()
+		closers = append(closers, func() { instr.Close() })
 		bs[i].instr = instr
 	}
 	if bs[0].instr == nil || bs[1].instr == nil {
 		bs[0].instr, bs[1].instr = nil, nil
-	} else {
+	} else if block == 1 {
 		c.Counters = "instructions"
 	}
-	// One slice of traffic to each build first, not measured: a Relay's
-	// first seconds under load cost more than the rest.
 	for _, b := range bs {
 		r.logf("  %s: a slice of traffic, not measured", b.s.build.Name)
 		if _, err := r.sliceTraffic(b.s, rate); err != nil {
-			c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: warm-up of %s: %v", b.s.build.Name, err))
-			return c
+			return bs, stop, fmt.Errorf("warm-up of %s: %w", b.s.build.Name, err)
 		}
 	}
-	// A pair takes two slices and their catch-ups: estimated until the
-	// first pair is measured, then the last pair's length.
-	pairTook := 2*cfg.Slice + time.Second
-	for pair := 1; ; pair++ {
-		if err := ctx.Err(); err != nil {
-			c.Ended = "interrupted"
-			return c
-		}
-		if time.Since(start)+pairTook > budget {
-			c.Ended = "budget"
-			return c
-		}
-		t0 := time.Now()
-		order := []int{0, 1}
-		if pair%2 == 0 {
-			order = []int{1, 0}
-		}
-		sls, err := r.runPair(bs, order, rate, pair)
-		if err != nil {
-			c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s in pair %d", err, pair))
-			return c
-		}
-		c.Slices = append(c.Slices, sls[order[0]], sls[order[1]])
-		pairTook = time.Since(t0)
-		if cfg.Precision > 0 {
-			if ch := c.pairedChanges(); ch[0].Pairs >= MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
-				c.Ended = "precision"
-				return c
-			}
-		}
-	}
+	return bs, stop, nil
 }
 
 // sliceEnd is why a comparison ended after err: an interrupt, or err.
@@ -265,18 +320,10 @@ func (r *runner) sliceTraffic(s *step, rate float64) (*blast.Result, error) {
 	})
 }
 
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // pairedChanges are the run's changes of the build against the baseline,
-// one per metric (CPU per envelope first), over its whole pairs.
-func (c *SliceRun) pairedChanges() []Change {
+// one per metric (CPU per envelope first), over its whole pairs, and the
+// spread of the processes that its blocks show (SliceRun.BlockSpread).
+func (c *SliceRun) pairedChanges() ([]Change, float64) {
 	// The CPU metrics carry the processes' own difference; peak RSS's is
 	// larger and unknown, and its verdict says so instead.
 	type metric struct {
@@ -305,25 +352,31 @@ func (c *SliceRun) pairedChanges() []Change {
 		}
 		byPair[s.Pair] = p
 	}
+	n0 := 0
+	if c.Precision > 0 {
+		n0 = MinPairs
+	}
 	out := make([]Change, len(metrics))
+	var spread float64
 	for i, m := range metrics {
 		var base, build []float64
+		var blocks []int
 		for pair := 1; pair <= len(byPair); pair++ {
 			if p := byPair[pair]; p[0] != nil && p[1] != nil {
 				base, build = append(base, m.of(*p[0])), append(build, m.of(*p[1]))
+				blocks = append(blocks, p[0].Block)
 			}
 		}
-		n0 := 0
-		if c.Precision > 0 {
-			n0 = MinPairs
+		out[i] = pairedChangeFrom(m.name, base, build, blocks, n0, m.process)
+		if i == 0 {
+			spread = blockSpread(base, build, blocks)
 		}
-		out[i] = pairedChangeFrom(m.name, base, build, n0, m.process)
-		if m.name == "peak_rss" && (out[i].Verdict == VerdictLower || out[i].Verdict == VerdictHigher) {
-			// Each build has one Relay process for the whole run, so
-			// pairing cannot tell the build's memory from the process's
-			// (the A/A runs in docs/measurements.md show it).
-			out[i].Verdict += " (one process per build: may be the process, not the build)"
+		if m.name == "peak_rss" && c.Blocks < 3 && (out[i].Verdict == VerdictLower || out[i].Verdict == VerdictHigher) {
+			// Pairing cannot tell a build's memory from its process's
+			// (the A/A runs in docs/measurements.md show it); blocks can,
+			// given a few of them.
+			out[i].Verdict += " (few processes per build: may be the processes, not the build)"
 		}
 	}
-	return out
+	return out, spread
 }

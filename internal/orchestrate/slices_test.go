@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +12,9 @@ import (
 )
 
 // TestStandinSlices compares two copies of the stand-in relay in slices:
-// both Relays start once, the traffic alternates ABBA, every slice's
-// envelopes reach its own upstream, and the budget ends the run with every
-// metric's paired change stated.
+// both Relays start afresh for each block, the traffic alternates ABBA
+// across the blocks, every slice's envelopes reach its own upstream, and
+// the budget ends the run with every metric's paired change stated.
 func TestStandinSlices(t *testing.T) {
 	bin := standin(t)
 	copyBin := filepath.Join(t.TempDir(), "standin-copy")
@@ -26,7 +27,7 @@ func TestStandinSlices(t *testing.T) {
 	}
 	cfg := quick(100)
 	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "b", Bin: copyBin}}
-	cfg.Slices, cfg.Slice, cfg.Budget = true, time.Second, 14*time.Second
+	cfg.Slices, cfg.Slice, cfg.Block, cfg.Budget = true, time.Second, 10*time.Second, 30*time.Second
 	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	rep, err := Run(context.Background(), cfg)
@@ -37,11 +38,16 @@ func TestStandinSlices(t *testing.T) {
 		t.Fatalf("steps %d, slice runs %d", len(rep.Steps), len(rep.SliceRuns))
 	}
 	run := rep.SliceRuns[0]
-	if run.Ended != "budget" || run.Pairs() < 2 || run.Took > 40*time.Second {
-		t.Fatalf("ended %q after %d pairs in %s", run.Ended, run.Pairs(), run.Took)
+	if run.Ended != "budget" || run.Pairs() < 4 || run.Blocks < 2 || run.Took > 60*time.Second {
+		t.Fatalf("ended %q after %d pairs in %d blocks in %s", run.Ended, run.Pairs(), run.Blocks, run.Took)
 	}
 	ok, forwarded := map[string]int64{}, map[string]int64{}
+	pairsIn := map[int]int{}
 	for i, sl := range run.Slices {
+		pairsIn[sl.Block]++
+		if i > 0 && sl.Block != run.Slices[i-1].Block && (sl.Block != run.Slices[i-1].Block+1 || i%2 != 0) {
+			t.Errorf("slice %d: block %d after block %d", i, sl.Block, run.Slices[i-1].Block)
+		}
 		// ABBA: pair 1 a then b, pair 2 b then a, …
 		want := "a"
 		if (i%2 == 1) != (sl.Pair%2 == 0) {
@@ -68,10 +74,20 @@ func TestStandinSlices(t *testing.T) {
 			t.Errorf("slice %d: idle %.4f, cores %.4f from %.3f s of CPU over %s", i, sl.IdleCores, sl.Cores, sl.CPUSecs, sl.Elapsed)
 		}
 	}
-	// Forwards that land after their pair count in the next one: the
-	// unmeasured first slice's may come in, the last pair's may be missing.
+	// Each block's processes ran pairs of their own.
+	for blk := 1; blk <= run.Blocks; blk++ {
+		if pairsIn[blk] < 2 {
+			t.Errorf("block %d: %d slices, want a pair at least", blk, pairsIn[blk])
+		}
+	}
+	if run.Slices[0].Block != 1 || len(pairsIn) != run.Blocks {
+		t.Errorf("blocks %v, want 1..%d", pairsIn, run.Blocks)
+	}
+	// Forwards that land after their pair count in the next one: each
+	// block's unmeasured first slice's may come in, its last pair's may be
+	// missing.
 	for b, n := range ok {
-		if forwarded[b] > n+100 || forwarded[b] < n-100 {
+		if slack := int64(100 * run.Blocks); forwarded[b] > n+slack || forwarded[b] < n-slack {
 			t.Errorf("%s: forwarded %d of %d accepted", b, forwarded[b], n)
 		}
 	}
@@ -110,6 +126,7 @@ func TestSlicesConfig(t *testing.T) {
 		{"short slice", func(c *Config) { c.Slice = time.Millisecond }, "Slice: 1ms: want 1s..10m"},
 		{"precision", func(c *Config) { c.Precision = 3 }, "Precision: 3: want a fraction"},
 		{"budget", func(c *Config) { c.Budget = 5 * time.Second }, "Budget: 5s: want at least two slices"},
+		{"short block", func(c *Config) { c.Block = 20 * time.Second }, "Block: 20s: want at least ten slices (30s)"},
 	} {
 		cfg := Config{Builds: two, Rates: []float64{100}, Slices: true}
 		tc.mod(&cfg)
@@ -118,8 +135,8 @@ func TestSlicesConfig(t *testing.T) {
 		}
 	}
 	cfg, err := Config{Builds: two, Rates: []float64{100}, Slices: true}.withDefaults()
-	if err != nil || cfg.Slice != DefaultSlice || cfg.Budget != DefaultBudget {
-		t.Errorf("defaults: slice %s budget %s, %v", cfg.Slice, cfg.Budget, err)
+	if err != nil || cfg.Slice != DefaultSlice || cfg.Block != DefaultBlock || cfg.Budget != DefaultBudget {
+		t.Errorf("defaults: slice %s block %s budget %s, %v", cfg.Slice, cfg.Block, cfg.Budget, err)
 	}
 }
 
@@ -154,14 +171,95 @@ func TestPairedChange(t *testing.T) {
 	for i := range b100 {
 		b100[i], c100[i] = 1, 1.01
 	}
-	c = pairedChangeFrom("x", b100, c100, 0, 0.014)
+	c = pairedChangeFrom("x", b100, c100, nil, 0, 0.014)
 	wantH = 1.9842169515 * 0.014
 	if !strings.HasPrefix(c.Verdict, "no change beyond ±") || !near(c.High, 100*(1.01*expf(wantH)-1), 1e-3) {
 		t.Errorf("process noise: %+v, want high %.4f", c, 100*(1.01*expf(wantH)-1))
 	}
+	// Four blocks of 25 pairs: each block's processes are a fresh draw, so
+	// the processes' variance is shared out as Σ(¼)² = ¼ of it.
+	blocks := make([]int, 100)
+	for i := range blocks {
+		blocks[i] = i / 25
+	}
+	c = pairedChangeFrom("x", b100, c100, blocks, 0, 0.014)
+	if wantH = 1.9842169515 * 0.014 / 2; !near(c.High, 100*(1.01*expf(wantH)-1), 1e-3) {
+		t.Errorf("four blocks: %+v, want high %.4f", c, 100*(1.01*expf(wantH)-1))
+	}
+	// Blocks of 90 and 10 pairs: 0.9² + 0.1² = 0.82 of it.
+	for i := range blocks {
+		blocks[i] = i / 90
+	}
+	c = pairedChangeFrom("x", b100, c100, blocks, 0, 0.014)
+	if wantH = 1.9842169515 * 0.014 * math.Sqrt(0.82); !near(c.High, 100*(1.01*expf(wantH)-1), 1e-3) {
+		t.Errorf("uneven blocks: %+v, want high %.4f", c, 100*(1.01*expf(wantH)-1))
+	}
 	// Fewer than two usable pairs.
 	if c := pairedChange("x", []float64{1, 0}, []float64{1, 2}); c.Verdict != VerdictTooFewPairs || c.Pairs != 1 {
 		t.Errorf("one pair: %+v", c)
+	}
+}
+
+// TestBlockSpread: the blocks' own estimate of the processes' spread is
+// none when the blocks agree, recovers a known spread from many blocks,
+// and needs three blocks.
+func TestBlockSpread(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	synth := func(blocks, per int, tau, sigma float64) (base, build []float64, blk []int) {
+		for b := range blocks {
+			eff := rng.NormFloat64() * tau
+			for range per {
+				base = append(base, 1)
+				build = append(build, math.Exp(eff+rng.NormFloat64()*sigma))
+				blk = append(blk, b+1)
+			}
+		}
+		return
+	}
+	if s := blockSpread(synth(40, 20, 0, 0.1)); s > 0.01 {
+		t.Errorf("no process effect: spread %.4f", s)
+	}
+	if s := blockSpread(synth(200, 20, 0.03, 0.1)); math.Abs(s-0.03) > 0.006 {
+		t.Errorf("process effect 3%%: spread %.4f", s)
+	}
+	base, build, blk := synth(2, 20, 0.5, 0.1)
+	if s := blockSpread(base, build, blk); s != 0 {
+		t.Errorf("two blocks: spread %.4f, want none", s)
+	}
+}
+
+// TestBlocksFalsePositives: A/A runs whose every block has processes that
+// differ by a draw of the known spread (and pairs noisy on their own):
+// with the spread shared out over the blocks, the verdict calls a change
+// real in at most about 5% of runs, and in far more without the term.
+func TestBlocksFalsePositives(t *testing.T) {
+	const runs, tau, sigma = 3000, 0.014, 0.1
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []int{1, 3, 5} {
+		with, without := 0, 0
+		for range runs {
+			var base, build []float64
+			var blk []int
+			for b := range k {
+				eff := rng.NormFloat64() * tau
+				for range 80 / k {
+					base = append(base, 1)
+					build = append(build, math.Exp(eff+rng.NormFloat64()*sigma))
+					blk = append(blk, b)
+				}
+			}
+			if v := pairedChangeFrom("x", base, build, blk, 0, tau).Verdict; v == VerdictLower || v == VerdictHigher {
+				with++
+			}
+			if v := pairedChangeFrom("x", base, build, blk, 0, 0).Verdict; v == VerdictLower || v == VerdictHigher {
+				without++
+			}
+		}
+		fp, fp0 := float64(with)/runs, float64(without)/runs
+		// About three standard errors of a 5% rate over 3000 runs.
+		if fp > 0.062 || fp0 <= fp {
+			t.Errorf("%d blocks: false positives %.3f with the processes' spread, %.3f without", k, fp, fp0)
+		}
 	}
 }
 

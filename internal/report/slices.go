@@ -57,8 +57,8 @@ func sliceHeadline(rep *orchestrate.Report) string {
 		case orchestrate.VerdictHigher:
 			verdict = fmt.Sprintf("slower: CPU per envelope %s (95%% interval %s to %s)", pct1(c.Pct), pct1(c.Low), pct1(c.High))
 		}
-		lines = append(lines, head+fmt.Sprintf("%s; %d pairs of %s slices in %s, ended by %s.",
-			verdict, c.Pairs, r.Slice, r.Took.Round(1e9), r.Ended))
+		lines = append(lines, head+fmt.Sprintf("%s; %d pairs of %s slices on %s in %s, ended by %s.",
+			verdict, c.Pairs, r.Slice, processes(r.Blocks), r.Took.Round(1e9), r.Ended))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -85,22 +85,35 @@ func writeSliceRuns(w io.Writer, rep *orchestrate.Report, head, para func(string
 		}
 		t.Write(w)
 		fmt.Fprintln(w)
-		para(fmt.Sprintf("%d slices of %s, each build's Relay started once; ended by %s after %s. "+
+		para(fmt.Sprintf("%d slices of %s on %s (both builds' Relays started afresh every %s); ended by %s after %s. "+
 			"change: the geometric mean of the per-pair ratios %s/%s, each pair the two builds back to back in alternating order; "+
 			"95%% interval: Student's t on the log ratios; a change is lower or higher only when its interval excludes no change, "+
 			"otherwise the run shows no change beyond the interval's half-width. "+
 			"CPU per envelope: each build's Relay's CPU over the whole pair (its slice, and its catch-up while the other build takes the traffic), less its idle CPU, per envelope it forwarded in the pair. "+
-			"peak RSS: each build runs one Relay process throughout, so a small difference can be that process's, not the build's.",
-			len(r.Slices), r.Slice, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
+			"peak RSS: each block runs one Relay process per build, so with few blocks a small difference can be the processes', not the build's.",
+			len(r.Slices), r.Slice, processes(r.Blocks), r.Block, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
 		if r.ProcessNoise > 0 {
+			spread := ""
+			if r.BlockSpread > 0 || r.Blocks >= 3 {
+				spread = fmt.Sprintf(" This run's own blocks show ±%.1f%%.", 100*r.BlockSpread)
+			}
 			para(fmt.Sprintf("The intervals of CPU per envelope and cores also hold ±%.1f%% (a standard deviation, set with --process-noise) "+
-				"for what two processes of one binary differ by over their whole life, which pairs on one process per build cannot shrink.",
-				100*r.ProcessNoise))
+				"for what two processes of one binary differ by over their whole life, which pairs on the same processes cannot shrink; "+
+				"each block's processes are a fresh draw, so it is shared out over the blocks by their pairs.%s",
+				100*r.ProcessNoise, spread))
 		}
 		if r.Counters != "instructions" && r.Counters != "" {
 			para(fmt.Sprintf("Instructions retired were not counted (%s).", r.Counters))
 		}
 	}
+}
+
+// processes says how many processes per build a comparison ran.
+func processes(blocks int) string {
+	if blocks <= 1 {
+		return "one process per build"
+	}
+	return fmt.Sprintf("%d processes per build", blocks)
 }
 
 // sliceStop says what ends a comparison in slices.
