@@ -117,7 +117,7 @@ func (s *Server) admitRelay(id string, pub relayauth.PublicKey, store bool) *htt
 // registration counts a failed registration step, which is also an error.
 func (c *counters) registration(e *httpError) *httpError {
 	if e != nil {
-		c.regFail.add(e.reason)
+		c.regFail.Add(e.reason)
 	}
 	return e
 }

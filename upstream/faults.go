@@ -241,7 +241,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 	f := &st.f
 	if o := f.Outage; o != nil {
 		if now := s.cfg.Now(); now.Before(o.Until) {
-			c.faultsInjected.add("outage_" + o.Mode)
+			c.faultsInjected.Add("outage_" + o.Mode)
 			switch o.Mode {
 			case OutageRefuse:
 				resetConnection(w)
@@ -255,7 +255,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		}
 	}
 	if f.RelayStop && (r == routeChallenge || r == routeResponse || req.Header.Get("X-Sentry-Relay-Id") != "") {
-		c.faultsInjected.add("relay_stop")
+		c.faultsInjected.Add("relay_stop")
 		writeJSON(w, http.StatusForbidden, relayStop("relay stopped (injected)").body)
 		return true
 	}
@@ -275,11 +275,11 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 			continue
 		}
 		if in.Reset {
-			c.faultsInjected.add("reset")
+			c.faultsInjected.Add("reset")
 			resetConnection(w)
 			return true
 		}
-		c.faultsInjected.add(strconv.Itoa(in.Status))
+		c.faultsInjected.Add(strconv.Itoa(in.Status))
 		if in.Status == http.StatusTooManyRequests {
 			ra := strconv.Itoa(cmp.Or(in.RetryAfter, 60))
 			w.Header().Set("Retry-After", ra)

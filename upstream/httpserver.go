@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/relayload/relayload/internal/tally"
 )
 
 // The limits of the server Start runs, and of each body and answer.
@@ -318,7 +320,7 @@ type serverLog struct{ s *Server }
 
 func (l serverLog) Write(p []byte) (int, error) {
 	line := string(p)
-	l.s.countOnce(func(g *counters) { g.http.errorLog.add(classifyServerLog(line)) })
+	l.s.countOnce(func(g *counters) { g.http.errorLog.Add(classifyServerLog(line)) })
 	log.Print(strings.TrimSuffix(line, "\n"))
 	return len(p), nil
 }
@@ -331,7 +333,7 @@ type httpLayerCounters struct {
 	headerTimeouts      atomic.Int64
 	rejected            [600]atomic.Int64 // by status; 0: unreadable
 	writeTimeouts       atomic.Int64
-	errorLog            reasonCounter // by class (a fixed set)
+	errorLog            tally.Reasons // by class (a fixed set)
 }
 
 // HTTPLayer counts what Go's HTTP server did on connections before (or
@@ -365,6 +367,6 @@ func (h *httpLayerCounters) snapshot() HTTPLayer {
 		HeaderTimeouts:      h.headerTimeouts.Load(),
 		Rejected:            loadNonZero(rejectedNames[:], h.rejected[:]),
 		WriteTimeouts:       h.writeTimeouts.Load(),
-		ErrorLog:            h.errorLog.snapshot(),
+		ErrorLog:            h.errorLog.Snapshot(),
 	}
 }

@@ -355,7 +355,7 @@ func contentLength(n int) []string {
 // writeError answers with e and counts it in c. An error of status 0 (the
 // client is gone) is counted only: there is nobody to answer.
 func (s *Server) writeError(w http.ResponseWriter, c *counters, e *httpError) {
-	c.errors.add(e.reason)
+	c.errors.Add(e.reason)
 	if e.status == 0 {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/relayload/relayload/envelope"
 	"github.com/relayload/relayload/internal/canary"
 	"github.com/relayload/relayload/internal/capture"
+	"github.com/relayload/relayload/internal/tally"
 	"github.com/relayload/relayload/projects"
 )
 
@@ -150,7 +151,7 @@ func (s *Server) count(c *counters, pidx int, fromRelay bool, decoded []byte, su
 		c.items[ti].Add(1)
 		if n := int64(it.ItemCount); n > 1 {
 			// item_count reaches 2³²−1 per item: saturate, never wrap.
-			addSaturatingAtomic(&c.records[ti], n)
+			tally.AddAtomic(&c.records[ti], n)
 		} else {
 			c.records[ti].Add(1)
 		}

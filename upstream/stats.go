@@ -11,6 +11,7 @@ import (
 	"github.com/relayload/relayload/internal/canary"
 	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/tally"
 	"github.com/relayload/relayload/projects"
 )
 
@@ -106,9 +107,8 @@ func encodingIndex(e compression.Encoding) int { return max(slices.Index(encodin
 // since clients choose all three; later new rows fold into reason "other"
 // rows (foldKey), one at most per known outcome and category.
 const (
-	maxOutcomeRows  = 2000
-	maxErrorReasons = 500 // distinct reasons a reasonCounter keeps
-	maxUserAgents   = 10_000
+	maxOutcomeRows = 2000
+	maxUserAgents  = 10_000
 )
 
 // counters is one generation of statistics. ResetStats swaps in a fresh
@@ -130,7 +130,7 @@ type counters struct {
 	projEnvelopes, projItems []atomic.Int64 // by project index
 
 	challenges, responses atomic.Int64
-	regFail               reasonCounter
+	regFail               tally.Reasons
 
 	cfgGlobal, cfgProject                  atomic.Int64
 	keysServed, keysPending, keysUnchanged atomic.Int64
@@ -143,9 +143,9 @@ type counters struct {
 
 	canaryLeaks, canaryKept, canaryFound []atomic.Int64 // by index into canaryKinds
 	scannedItems, scrubbedItems, panics  atomic.Int64
-	faultsInjected                       reasonCounter
+	faultsInjected                       tally.Reasons
 
-	errors   reasonCounter
+	errors   tally.Reasons
 	requests [numRoutes][600]atomic.Int64
 
 	http httpLayerCounters // what Go's HTTP layer did
@@ -207,36 +207,6 @@ const (
 
 var outcomeSourceNames = [4]string{"metric_buckets", "client_report", "legacy_outcomes", "metrics_endpoint"}
 
-// reasonCounter counts by a bounded set of string reasons.
-type reasonCounter struct {
-	m sync.Map // string → *atomic.Int64
-	n atomic.Int64
-}
-
-func (r *reasonCounter) add(reason string) {
-	if v, ok := r.m.Load(reason); ok {
-		v.(*atomic.Int64).Add(1)
-		return
-	}
-	if r.n.Load() >= maxErrorReasons {
-		reason = "other"
-	}
-	v, loaded := r.m.LoadOrStore(reason, new(atomic.Int64))
-	if !loaded {
-		r.n.Add(1)
-	}
-	v.(*atomic.Int64).Add(1)
-}
-
-func (r *reasonCounter) snapshot() map[string]int64 {
-	out := map[string]int64{}
-	r.m.Range(func(k, v any) bool {
-		out[k.(string)] = v.(*atomic.Int64).Load()
-		return true
-	})
-	return out
-}
-
 type outcomeKey struct{ outcome, category, reason string }
 
 // outcomeTable sums outcome records by (outcome, category, reason), in
@@ -266,7 +236,7 @@ func (t *outcomeTable) merge(o *outcomeTable) {
 	for k, r := range o.rows {
 		t.addLocked(k, r.quantity, r.count, r.fold)
 	}
-	t.folded = addSaturating(t.folded, o.folded)
+	t.folded = tally.Add(t.folded, o.folded)
 }
 
 // addLocked adds count records of the given total quantity to row k; fold
@@ -283,7 +253,7 @@ func (t *outcomeTable) addLocked(k outcomeKey, quantity, count int64, fold bool)
 			t.asSent++
 		default:
 			k, fold = foldKey(k), true
-			t.folded = addSaturating(t.folded, count)
+			t.folded = tally.Add(t.folded, count)
 			r = t.rows[k]
 		}
 		if r == nil {
@@ -291,8 +261,8 @@ func (t *outcomeTable) addLocked(k outcomeKey, quantity, count int64, fold bool)
 			t.rows[k] = r
 		}
 	}
-	r.quantity = addSaturating(r.quantity, quantity)
-	r.count = addSaturating(r.count, count)
+	r.quantity = tally.Add(r.quantity, quantity)
+	r.count = tally.Add(r.count, count)
 }
 
 // foldKey is the "other" row a key that found the table full goes to.
@@ -305,17 +275,6 @@ func foldKey(k outcomeKey) outcomeKey {
 		out.category = k.category
 	}
 	return out
-}
-
-// addSaturatingAtomic adds d ≥ 0 to a, stopping at math.MaxInt64 instead of
-// wrapping; for counters a client can drive by large steps (item_count).
-func addSaturatingAtomic(a *atomic.Int64, d int64) {
-	for {
-		old := a.Load()
-		if a.CompareAndSwap(old, addSaturating(old, d)) {
-			return
-		}
-	}
 }
 
 // Stats is a snapshot of everything the fake upstream counted since start or
@@ -451,7 +410,7 @@ func (c *counters) snapshot(s *Server) Stats {
 		Registrations: Registrations{
 			Challenges: c.challenges.Load(),
 			Responses:  c.responses.Load(),
-			Failures:   c.regFail.snapshot(),
+			Failures:   c.regFail.Snapshot(),
 		},
 		ConfigRequests: ConfigRequests{
 			Global:        c.cfgGlobal.Load(),
@@ -481,9 +440,9 @@ func (c *counters) snapshot(s *Server) Stats {
 			Found:         loadNonZero(canaryNames, c.canaryFound),
 			ScrubbedItems: c.scrubbedItems.Load(),
 		},
-		Errors:    c.errors.snapshot(),
+		Errors:    c.errors.Snapshot(),
 		Requests:  c.requestCounts(),
-		Faults:    c.faultsInjected.snapshot(),
+		Faults:    c.faultsInjected.Snapshot(),
 		Panics:    c.panics.Load(),
 		HTTPLayer: c.http.snapshot(),
 	}
@@ -557,9 +516,9 @@ func (c *counters) outcomeStats() Outcomes {
 	c.outcomes.mu.Lock()
 	for k, r := range c.outcomes.rows {
 		out.Rows = append(out.Rows, OutcomeRow{Outcome: k.outcome, Category: k.category, Reason: k.reason, Quantity: r.quantity, Count: r.count})
-		out.ByOutcome[k.outcome] = addSaturating(out.ByOutcome[k.outcome], r.quantity)
-		out.ByCategory[k.category] = addSaturating(out.ByCategory[k.category], r.quantity)
-		out.ByReason[k.reason] = addSaturating(out.ByReason[k.reason], r.quantity)
+		out.ByOutcome[k.outcome] = tally.Add(out.ByOutcome[k.outcome], r.quantity)
+		out.ByCategory[k.category] = tally.Add(out.ByCategory[k.category], r.quantity)
+		out.ByReason[k.reason] = tally.Add(out.ByReason[k.reason], r.quantity)
 	}
 	out.Folded = c.outcomes.folded
 	c.outcomes.mu.Unlock()
