@@ -94,7 +94,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare in slices: how long each build takes the traffic in turn")
 	fs.DurationVar(&o.block, "block", orchestrate.DefaultBlock, "with --compare in slices: how long both builds' Relays live before they are started afresh; more processes shrink what two processes of one binary differ by (as long as --budget keeps one process per build)")
 	fs.StringVar(&o.precision, "precision", "", "with --compare in slices: stop once the 95% interval of the change in CPU per envelope is within ±this `PERCENT`, e.g. 3%")
-	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary differ by in CPU per envelope (a `PERCENT`, 0 for nothing), added to the intervals for each block's processes; default 1.4%, from A/A runs on a shared VM: measure yours by comparing a build with itself")
+	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary differ by in CPU per envelope (a `PERCENT`, 0 for nothing), added to the intervals for each block's processes; default "+strconv.FormatFloat(100*orchestrate.DefaultProcessNoise, 'g', -1, 64)+"%, from A/A runs on a shared VM: measure yours by comparing a build with itself")
 	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare in slices: the longest a comparison may take, split over the rates")
 }
 
@@ -275,7 +275,7 @@ func (o *options) builds(cfg *orchestrate.Config) error {
 	if o.processNoise != "" {
 		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.processNoise), "%"), 64)
 		if err != nil || p < 0 || p >= 100 {
-			return cli.Usagef("--process-noise %q: want a percentage such as 1.4%% (0 for none)", o.processNoise)
+			return cli.Usagef("--process-noise %q: want a percentage such as 3%% (0 for none)", o.processNoise)
 		}
 		cfg.ProcessNoise = p / 100
 		if p == 0 {

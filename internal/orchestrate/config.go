@@ -47,7 +47,7 @@ const (
 	// DefaultSlice, DefaultBlock and DefaultBudget shape a comparison in
 	// slices.
 	DefaultSlice          = 3 * time.Second
-	DefaultBlock          = 2 * time.Minute
+	DefaultBlock          = time.Minute
 	DefaultBudget         = 10 * time.Minute
 	DefaultSampleInterval = 100 * time.Millisecond
 	// DefaultMaxCatchUp bounds the time from blast's end until the last
@@ -322,7 +322,7 @@ func (c *Config) checkSlices() error {
 	case c.Block < 10*c.Slice:
 		return configerr.Errorf("Block", "%s: want at least ten slices (%s)", c.Block, 10*c.Slice)
 	case c.ProcessNoise >= 1:
-		return configerr.Errorf("ProcessNoise", "%g: want a fraction below 1, e.g. 0.014", c.ProcessNoise)
+		return configerr.Errorf("ProcessNoise", "%g: want a fraction below 1, e.g. 0.03", c.ProcessNoise)
 	case c.Precision < 0 || c.Precision >= 1:
 		return configerr.Errorf("Precision", "%g: want a fraction in [0, 1), e.g. 0.03", c.Precision)
 	case c.Budget < 2*c.Slice || c.Budget > 24*time.Hour:

@@ -39,11 +39,15 @@ const (
 	VerdictTooFewPairs = "too few pairs"
 )
 
-// DefaultProcessNoise is Config.ProcessNoise when it is 0: the standard
-// deviation, as a fraction, of the difference in CPU per envelope between
-// two processes of one binary measured side by side for their whole life,
-// estimated from the A/A comparisons in docs/measurements.md.
-const DefaultProcessNoise = 0.014
+// DefaultProcessNoise is Config.ProcessNoise when it is 0: the spread, as
+// a fraction, of the difference in CPU per envelope between two processes
+// of one binary measured side by side for their whole life. It is the
+// smallest (in steps of 0.2%) at which comparisons drawn from every
+// recorded A/A pair of Relay processes call a change in at most 5% of runs
+// (BenchmarkVerdictCalibrationBlocks), above the spread those pairs show
+// as a standard deviation (TestDefaultProcessNoise): a few pairs of
+// processes differ by far more than most.
+const DefaultProcessNoise = 0.03
 
 // pairedChange is the Change of metric from pairs of (baseline, build)
 // values. Pairs with a value that is not positive are left out (a ratio

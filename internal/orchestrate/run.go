@@ -38,10 +38,13 @@ type runner struct {
 
 	mu    sync.Mutex
 	notes []string
+	logMu sync.Mutex // a comparison in slices starts its two builds at once
 }
 
 func (r *runner) logf(format string, a ...any) {
 	if r.cfg.Log != nil {
+		r.logMu.Lock()
+		defer r.logMu.Unlock()
 		fmt.Fprintf(r.cfg.Log, format+"\n", a...)
 	}
 }

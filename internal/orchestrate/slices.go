@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/relayload/relayload/internal/blast"
@@ -188,50 +189,90 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 	}
 }
 
-// startSliceBlock starts both builds' Relays and upstreams for a block,
-// measures each one's idle CPU, opens their instruction counters and
+// startSliceBlock starts both builds' Relays and upstreams for a block at
+// once, each measuring its idle CPU, opens their instruction counters and
 // sends each a slice of traffic that is not measured: a Relay's first
-// seconds under load cost more than the rest. stop ends them all, also
-// after an error.
+// seconds under load cost more than the rest. Which build starts and warms
+// first alternates from block to block, so that neither is always first.
+// stop ends them all, also after an error.
 func (r *runner) startSliceBlock(ctx context.Context, c *SliceRun, rate float64, block int) (bs [2]*sliceBuild, stop func(), err error) {
-	var closers []func()
+	var steps [2]*step
 	stop = func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}
-	for i, b := range r.cfg.Builds[:2] {
-		st := &Step{Index: 2*block - 1 + i, Build: b.Name, Rate: rate, Round: block}
-		s := newStep(ctx, r, st, b)
-		closers = append(closers, s.close)
-		r.logf("comparison at %s, block %d: starting %s", rateLabel(rate), block, b.Name)
-		for _, ph := range s.startPhases() {
-			if err := ph.run(); err != nil {
-				return bs, stop, fmt.Errorf("%s during %s's %s", err, b.Name, ph.name)
+		for _, b := range bs {
+			if b != nil && b.instr != nil {
+				b.instr.Close()
 			}
 		}
-		bs[i] = &sliceBuild{s: s, idle: st.CPU.IdleCores}
-		c.Idle[b.Name] = st.CPU.IdleCores
+		for _, s := range steps {
+			if s != nil {
+				s.close()
+			}
+		}
+	}
+	order := []int{0, 1}
+	if block%2 == 0 {
+		order = []int{1, 0}
+	}
+	var errs [2]error
+	var wg sync.WaitGroup
+	for k, i := range order {
+		b := r.cfg.Builds[i]
+		st := &Step{Index: 2*block - 1 + k, Build: b.Name, Rate: rate, Round: block}
+		steps[i] = newStep(ctx, r, st, b)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.logf("comparison at %s, block %d: starting %s", rateLabel(rate), block, b.Name)
+			for _, ph := range steps[i].startPhases() {
+				if err := ph.run(); err != nil {
+					errs[i] = fmt.Errorf("%s during %s's %s", err, b.Name, ph.name)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := firstErr(errs[order[0]], errs[order[1]]); err != nil {
+		return bs, stop, err
+	}
+	for _, i := range order {
+		s := steps[i]
+		bs[i] = &sliceBuild{s: s, idle: s.st.CPU.IdleCores}
+		c.Idle[s.build.Name] = s.st.CPU.IdleCores
 		instr, err := perfcount.Open(s.sampler.PIDs())
 		if err != nil {
 			c.Counters = "CPU time only: " + err.Error()
 			continue
 		}
-		closers = append(closers, func() { instr.Close() })
 		bs[i].instr = instr
 	}
 	if bs[0].instr == nil || bs[1].instr == nil {
-		bs[0].instr, bs[1].instr = nil, nil
+		for _, b := range bs {
+			if b.instr != nil {
+				b.instr.Close()
+				b.instr = nil
+			}
+		}
 	} else if block == 1 {
 		c.Counters = "instructions"
 	}
-	for _, b := range bs {
-		r.logf("  %s: a slice of traffic, not measured", b.s.build.Name)
-		if _, err := r.sliceTraffic(b.s, rate); err != nil {
-			return bs, stop, fmt.Errorf("warm-up of %s: %w", b.s.build.Name, err)
+	for _, i := range order {
+		r.logf("  %s: a slice of traffic, not measured", bs[i].s.build.Name)
+		if _, err := r.sliceTraffic(bs[i].s, rate); err != nil {
+			return bs, stop, fmt.Errorf("warm-up of %s: %w", bs[i].s.build.Name, err)
 		}
 	}
 	return bs, stop, nil
+}
+
+// firstErr is the first of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sliceEnd is why a comparison ended after err: an interrupt, or err.

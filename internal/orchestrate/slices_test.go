@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +31,16 @@ func TestStandinSlices(t *testing.T) {
 	cfg.Slices, cfg.Slice, cfg.Block, cfg.Budget = true, time.Second, 10*time.Second, 30*time.Second
 	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
+	var log strings.Builder
+	cfg.Log = &log
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Which build warms (and starts) first alternates from block to block.
+	warm := regexp.MustCompile(`(?m)^  (\w+): a slice of traffic, not measured$`).FindAllStringSubmatch(log.String(), -1)
+	if len(warm) < 4 || warm[0][1] != "a" || warm[1][1] != "b" || warm[2][1] != "b" || warm[3][1] != "a" {
+		t.Errorf("warm slices %v, want a b, then b a", warm)
 	}
 	if len(rep.Steps) != 0 || len(rep.SliceRuns) != 1 {
 		t.Fatalf("steps %d, slice runs %d", len(rep.Steps), len(rep.SliceRuns))
