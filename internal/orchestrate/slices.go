@@ -132,61 +132,57 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 	// A pair takes two slices: estimated until the first pair is
 	// measured, then the last pair's length; a block's start likewise.
 	pairTook, startTook := 2*cfg.Slice+time.Second, 30*time.Second
-	for block, pair := 1, 0; ; block++ {
-		if block > 1 && time.Since(start)+startTook+minBlockPairs*pairTook > budget {
-			c.Ended = "budget"
-			return c
-		}
-		t0 := time.Now()
-		bs, stop, err := r.startSliceBlock(ctx, c, rate, block)
-		if err != nil {
-			stop()
-			c.Ended = r.sliceEnd(ctx, "failed: "+err.Error())
-			return c
-		}
-		startTook = time.Since(t0)
-		c.Blocks = block
+	pair := 0
+	// pairs runs pairs on a block's builds until the block's time is up
+	// (""), or what ends the comparison.
+	pairs := func(bs [2]*sliceBuild, block int, blockStart time.Time) string {
 		for n := 0; ; n++ {
-			if err := ctx.Err(); err != nil {
-				stop()
-				c.Ended = "interrupted"
-				return c
-			}
-			if time.Since(start)+pairTook > budget {
-				stop()
-				c.Ended = "budget"
-				return c
-			}
-			if n > 0 && time.Since(t0)+pairTook > cfg.Block {
-				break
+			switch {
+			case ctx.Err() != nil:
+				return "interrupted"
+			case time.Since(start)+pairTook > budget:
+				return "budget"
+			case n > 0 && time.Since(blockStart)+pairTook > cfg.Block:
+				return ""
 			}
 			pair++
-			t1 := time.Now()
+			t0 := time.Now()
 			order := []int{0, 1}
 			if pair%2 == 0 {
 				order = []int{1, 0}
 			}
 			sls, err := r.runPair(bs, order, rate, pair)
 			if err != nil {
-				stop()
-				c.Ended = r.sliceEnd(ctx, fmt.Sprintf("failed: %s in pair %d", err, pair))
-				return c
+				return r.sliceEnd(ctx, fmt.Sprintf("failed: %s in pair %d", err, pair))
 			}
 			for _, i := range order {
 				sls[i].Block = block
 				c.Slices = append(c.Slices, sls[i])
 			}
-			pairTook = time.Since(t1)
+			pairTook = time.Since(t0)
 			if cfg.Precision > 0 {
 				if ch, _ := c.pairedChanges(); ch[0].Pairs >= MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
-					stop()
-					c.Ended = "precision"
-					return c
+					return "precision"
 				}
 			}
 		}
+	}
+	for block := 1; c.Ended == ""; block++ {
+		if block > 1 && time.Since(start)+startTook+minBlockPairs*pairTook > budget {
+			c.Ended = "budget"
+			break
+		}
+		t0 := time.Now()
+		bs, stop, err := r.startSliceBlock(ctx, c, rate, block)
+		if err != nil {
+			c.Ended = r.sliceEnd(ctx, "failed: "+err.Error())
+		} else {
+			startTook, c.Blocks = time.Since(t0), block
+			c.Ended = pairs(bs, block, t0)
+		}
 		stop()
 	}
+	return c
 }
 
 // startSliceBlock starts both builds' Relays and upstreams for a block at

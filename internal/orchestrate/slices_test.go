@@ -312,3 +312,29 @@ func TestIntervalGate(t *testing.T) {
 		t.Errorf("a metric slices do not pair: %v", err)
 	}
 }
+
+// TestSlicesRelayFails: a build whose Relay does not start ends the
+// comparison as failed, naming the build and the phase, with no verdict
+// and no process left behind.
+func TestSlicesRelayFails(t *testing.T) {
+	bin := standin(t)
+	cfg := quick(100)
+	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "broken", Bin: "/bin/false"}}
+	cfg.Slices, cfg.Slice, cfg.Block, cfg.Budget = true, time.Second, 10*time.Second, 30*time.Second
+	fastShutdown(&cfg)
+	cfg.WorkDir = t.TempDir()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.SliceRuns[0]
+	if !strings.HasPrefix(run.Ended, "failed: ") || !strings.Contains(run.Ended, "broken's relay start") || run.Pairs() != 0 {
+		t.Errorf("ended %q after %d pairs", run.Ended, run.Pairs())
+	}
+	if c := run.Changes[0]; c.Verdict != VerdictTooFewPairs {
+		t.Errorf("verdict %q", c.Verdict)
+	}
+	if len(processesMentioning(bin)) != 0 {
+		t.Errorf("a Relay outlived the run: %v", processesMentioning(bin))
+	}
+}

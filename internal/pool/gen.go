@@ -315,6 +315,3 @@ func rfc3339(t float64) string {
 }
 
 func (g *gen) pickS(list []string) string { return list[g.r.IntN(len(list))] }
-
-// between returns a uniform int in [lo, hi].
-func (g *gen) between(lo, hi int) int { return lo + g.r.IntN(hi-lo+1) }

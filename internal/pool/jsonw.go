@@ -86,12 +86,6 @@ func (w *jw) bool(v bool) {
 	w.comma = true
 }
 
-func (w *jw) null() {
-	w.sep()
-	w.b = append(w.b, "null"...)
-	w.comma = true
-}
-
 // float writes v with prec decimals.
 func (w *jw) float(v float64, prec int) {
 	w.sep()
@@ -120,13 +114,6 @@ func (w *jw) fixed(v int64, d int) {
 }
 
 func (w *jw) kfixed(k string, v int64, d int) { w.key(k); w.fixed(v, d) }
-
-// raw writes pre-encoded JSON.
-func (w *jw) raw(s string) {
-	w.sep()
-	w.b = append(w.b, s...)
-	w.comma = true
-}
 
 // Key-value shorthands.
 func (w *jw) kstr(k, v string)                  { w.key(k); w.str(v) }

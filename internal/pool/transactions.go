@@ -95,7 +95,6 @@ type span struct {
 	container  bool
 	kind       spanKind
 	dbOp       string
-	status     string
 }
 
 // layout assigns times: node's children run one after another inside

@@ -52,8 +52,6 @@ var apiHosts = []string{"api.shop.example", "payments.internal", "inventory.inte
 var dbHosts = []string{"db-1.internal", "db-2.internal", "pg-primary.internal", "pg-replica-1.internal", "mysql-3.internal", "orders-db.internal"}
 var locales = []string{"en-US", "en-GB", "de-DE", "fr-FR", "es-ES", "it-IT", "pt-BR", "ja-JP", "zh-CN", "nl-NL", "pl-PL", "sv-SE", "tr-TR", "ko-KR"}
 var timezones = []string{"Europe/Berlin", "America/New_York", "America/Los_Angeles", "Europe/London", "Asia/Tokyo", "Europe/Paris", "America/Sao_Paulo", "Asia/Kolkata", "Australia/Sydney", "UTC"}
-var countries = []string{"US", "DE", "GB", "FR", "BR", "JP", "IN", "CA", "ES", "IT", "NL", "PL", "SE", "AU", "MX", "KR", "TR"}
-var cities = []string{"Berlin", "Austin", "London", "Paris", "Sao Paulo", "Tokyo", "Pune", "Toronto", "Madrid", "Milan", "Utrecht", "Krakow", "Malmo", "Sydney", "Monterrey", "Busan", "Izmir"}
 var environments = []string{"production", "production", "production", "production", "staging", "development"}
 
 func (g *gen) noun() string      { return nouns[g.r.IntN(len(nouns))] }
