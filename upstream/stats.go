@@ -11,6 +11,7 @@ import (
 	"github.com/relayload/relayload/internal/canary"
 	"github.com/relayload/relayload/internal/capture"
 	"github.com/relayload/relayload/internal/compression"
+	"github.com/relayload/relayload/internal/promtext"
 	"github.com/relayload/relayload/internal/tally"
 	"github.com/relayload/relayload/projects"
 )
@@ -322,6 +323,13 @@ type Stats struct {
 	// not unkeep envelopes (nil without a capture).
 	Capture *capture.Stats `json:"capture,omitempty"`
 }
+
+// AppendPrometheus appends st in the Prometheus text exposition format
+// (version 0.0.4), one series per number of the /stats JSON (the prom tags
+// of its fields name them). Metric names start with relayload_upstream_.
+func (st *Stats) AppendPrometheus(b []byte) []byte { return promtext.Append(b, promPrefix, st) }
+
+const promPrefix = "relayload_upstream_"
 
 // Registrations counts the two registration steps.
 type Registrations struct {
