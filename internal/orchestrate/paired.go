@@ -69,7 +69,8 @@ func pairedChangeStopped(metric string, base, build []float64) Change {
 // pairedChangeFrom is pairedChange with, for n0 > 0, the two-stage
 // interval over the first n0 pairs, and with process (a fraction) the
 // spread of what the two builds' processes differ by for their whole
-// life. Pairs measured on the same two processes cannot shrink that
+// life, or the spread the pairs' own blocks show (blockSpread) where that
+// is larger. Pairs measured on the same two processes cannot shrink that
 // spread; blocks[i] names the processes pair i was measured on (nil: one
 // block), and each block's processes are a fresh draw, so the spread
 // enters the interval's variance weighted by Σ(share of the pairs in
@@ -105,6 +106,11 @@ func pairedChangeFrom(metric string, base, build []float64, blocks []int, n0 int
 	var shares float64
 	for _, n := range inBlock {
 		shares += (n / float64(c.Pairs)) * (n / float64(c.Pairs))
+	}
+	if process > 0 && blocks != nil {
+		// Where the run's own blocks show the processes differing by more
+		// (on another machine, say), that is what the interval holds.
+		process = max(process, blockSpread(base, build, blocks))
 	}
 	h := t * math.Sqrt(sd*sd/float64(c.Pairs)+process*process*shares)
 	pct := func(x float64) float64 { return 100 * math.Expm1(x) }

@@ -67,12 +67,13 @@ type SliceRun struct {
 	// the intervals are the two-stage ones a stopping rule needs.
 	Precision float64 `json:"precision,omitempty"`
 	// ProcessNoise is what the intervals of CPU per envelope, cores and
-	// instructions add for the two builds' processes (Config.ProcessNoise).
+	// instructions add at least for the two builds' processes
+	// (Config.ProcessNoise).
 	ProcessNoise float64 `json:"process_noise"`
 	// BlockSpread is the same spread as the run's own blocks show it: the
 	// DerSimonian–Laird estimate over the blocks' mean log ratios of CPU
-	// per envelope (with three blocks or more; else 0). A check of
-	// ProcessNoise, not used by the intervals.
+	// per envelope (with three blocks or more; else 0). Where it is larger
+	// than ProcessNoise, the intervals hold it instead (each metric's own).
 	BlockSpread float64 `json:"block_spread,omitempty"`
 	Slices      []Slice `json:"slices"`
 	// Ended says what ended the comparison: "precision" (the interval on

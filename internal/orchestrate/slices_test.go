@@ -234,6 +234,21 @@ func TestBlockSpread(t *testing.T) {
 	if s := blockSpread(base, build, blk); s != 0 {
 		t.Errorf("two blocks: spread %.4f, want none", s)
 	}
+	// Blocks that differ by more than the configured spread widen the
+	// interval to what they show; blocks that agree leave it as set.
+	base, build, blk = synth(10, 10, 0.08, 0.02)
+	own := blockSpread(base, build, blk)
+	got := pairedChangeFrom("x", base, build, blk, 0, 0.03)
+	want := pairedChangeFrom("x", base, build, blk, 0, own)
+	if own < 0.04 || got.HalfWidth != want.HalfWidth {
+		t.Errorf("own spread %.4f: half-width %.3f, want %.3f", own, got.HalfWidth, want.HalfWidth)
+	}
+	base, build, blk = synth(10, 10, 0, 0.02)
+	got = pairedChangeFrom("x", base, build, blk, 0, 0.03)
+	want = pairedChangeFrom("x", base, build, nil, 0, 0.03*math.Sqrt(0.1))
+	if own := blockSpread(base, build, blk); own >= 0.03 || !near(got.HalfWidth, want.HalfWidth, 1e-9) {
+		t.Errorf("agreeing blocks (own spread %.4f): half-width %.4f, want %.4f", own, got.HalfWidth, want.HalfWidth)
+	}
 }
 
 // TestBlocksFalsePositives: A/A runs whose every block has processes that

@@ -94,10 +94,14 @@ func writeSliceRuns(w io.Writer, rep *orchestrate.Report, head, para func(string
 			len(r.Slices), r.Slice, processes(r.Blocks), r.Block, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
 		if r.ProcessNoise > 0 {
 			spread := ""
-			if r.BlockSpread > 0 || r.Blocks >= 3 {
-				spread = fmt.Sprintf(" This run's own blocks show ±%.1f%%.", 100*r.BlockSpread)
+			if r.Blocks >= 3 {
+				spread = fmt.Sprintf(" This run's own blocks show ±%.2f%%", 100*r.BlockSpread)
+				if r.BlockSpread > r.ProcessNoise {
+					spread += ", more than that: its intervals hold what they show"
+				}
+				spread += "."
 			}
-			para(fmt.Sprintf("The intervals of CPU per envelope and cores also hold ±%.1f%% (a standard deviation, set with --process-noise) "+
+			para(fmt.Sprintf("The intervals of CPU per envelope and cores also hold ±%.1f%% (a spread set with --process-noise) "+
 				"for what two processes of one binary differ by over their whole life, which pairs on the same processes cannot shrink; "+
 				"each block's processes are a fresh draw, so it is shared out over the blocks by their pairs.%s",
 				100*r.ProcessNoise, spread))
