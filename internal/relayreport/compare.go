@@ -96,13 +96,13 @@ func (c *Card) kindsCompared(w io.Writer) {
 		fmt.Fprintf(w, "\n%s: the budget ran out before two pairs, too few for an interval; both Relays' start, warm-up and idle measurement and a first slice of each come out of it: give each kind a larger budget.\n",
 			strings.Join(short, ", "))
 	}
-	fmt.Fprintf(w, "\nEach kind: both builds' Relays started once and warmed, then the traffic sent to one build at a time in slices of %s, "+
+	fmt.Fprintf(w, "\nEach kind: both builds' Relays started afresh every %s (a block) and warmed, then the traffic sent to one build at a time in slices of %s, "+
 		"in pairs whose order alternates (ABBA), until the change was known to the precision asked for or the kind's budget was spent (ended by). "+
 		"%s, %s: the median over each build's slices in whole pairs of its CPU per envelope: its Relay's CPU over the whole pair (its slice, and its catch-up while the other build takes the traffic), "+
 		"less its idle CPU, per envelope it forwarded in the pair. change: the geometric mean of the per-pair ratios %s/%s; 95%% interval: Student's t on the log ratios. "+
 		"A change is lower or higher only when its interval excludes no change; otherwise the run shows no change beyond the interval's half-width, "+
 		"the resolution it reached. Each kind's own report (kind-*/report.md) gives the change in cores, p99, peak RSS and forwarded/s too.\n",
-		first.Slice, a, b, b, a)
+		first.Block, first.Slice, a, b, b, a)
 }
 
 // sliceMedian is the median CPU per envelope of build's slices in whole

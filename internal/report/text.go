@@ -814,8 +814,8 @@ func (pg *page) setup() {
 			userAgents(s), s.Seed)
 	}
 	if len(rep.SliceRuns) > 0 {
-		fmt.Fprintf(w, "Each comparison: per build a fake upstream and a Relay started once, warm-up, %s idle, a slice of traffic to each (discarded), then pairs of %s slices in alternating order until %s.",
-			s.Idle, s.Slice, sliceStop(s))
+		fmt.Fprintf(w, "Each comparison, in blocks of %s: per build a fake upstream and a Relay started afresh, warm-up, %s idle, a slice of traffic to each (discarded), then pairs of %s slices in alternating order; until %s.",
+			rep.SliceRuns[0].Block, s.Idle, s.Slice, sliceStop(s))
 	} else {
 		fmt.Fprintf(w, "Each step: fresh fake upstream and %s, warm-up, %s idle, %s blast warm-up (discarded), %s measured, drain, shutdown.",
 			map[bool]string{true: "no Relay (blast → fake upstream)", false: "Relay"}[rep.Harness], s.Idle, s.Warmup, s.Duration)
