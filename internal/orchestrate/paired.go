@@ -107,9 +107,10 @@ func pairedChangeFrom(metric string, base, build []float64, blocks []int, n0 int
 	for _, n := range inBlock {
 		shares += (n / float64(c.Pairs)) * (n / float64(c.Pairs))
 	}
-	if process > 0 && blocks != nil {
+	if blocks != nil {
 		// Where the run's own blocks show the processes differing by more
-		// (on another machine, say), that is what the interval holds.
+		// (on another machine, say, or in a metric with no spread set),
+		// that is what the interval holds.
 		process = max(process, blockSpread(base, build, blocks))
 	}
 	h := t * math.Sqrt(sd*sd/float64(c.Pairs)+process*process*shares)

@@ -72,8 +72,9 @@ type SliceRun struct {
 	ProcessNoise float64 `json:"process_noise"`
 	// BlockSpread is the same spread as the run's own blocks show it: the
 	// DerSimonian–Laird estimate over the blocks' mean log ratios of CPU
-	// per envelope (with three blocks or more; else 0). Where it is larger
-	// than ProcessNoise, the intervals hold it instead (each metric's own).
+	// per envelope (with three blocks or more; else 0). Where a metric's
+	// own is larger than what its interval adds (ProcessNoise for the CPU
+	// metrics, nothing for the others), the interval holds it instead.
 	BlockSpread float64 `json:"block_spread,omitempty"`
 	Slices      []Slice `json:"slices"`
 	// Ended says what ended the comparison: "precision" (the interval on

@@ -243,6 +243,10 @@ func TestBlockSpread(t *testing.T) {
 	if own < 0.04 || got.HalfWidth != want.HalfWidth {
 		t.Errorf("own spread %.4f: half-width %.3f, want %.3f", own, got.HalfWidth, want.HalfWidth)
 	}
+	// A metric with no spread set (p99, peak RSS) takes what the blocks show.
+	if got := pairedChangeFrom("x", base, build, blk, 0, 0); got.HalfWidth != want.HalfWidth {
+		t.Errorf("no spread set: half-width %.3f, want %.3f", got.HalfWidth, want.HalfWidth)
+	}
 	base, build, blk = synth(10, 10, 0, 0.02)
 	got = pairedChangeFrom("x", base, build, blk, 0, 0.03)
 	want = pairedChangeFrom("x", base, build, nil, 0, 0.03*math.Sqrt(0.1))

@@ -90,14 +90,14 @@ func writeSliceRuns(w io.Writer, rep *orchestrate.Report, head, para func(string
 			"95%% interval: Student's t on the log ratios; a change is lower or higher only when its interval excludes no change, "+
 			"otherwise the run shows no change beyond the interval's half-width. "+
 			"CPU per envelope: each build's Relay's CPU over the whole pair (its slice, and its catch-up while the other build takes the traffic), less its idle CPU, per envelope it forwarded in the pair. "+
-			"peak RSS: each block runs one Relay process per build, so with few blocks a small difference can be the processes', not the build's.",
+			"Every metric's interval also holds what its blocks show the processes differing by, where they show more than it adds.",
 			len(r.Slices), r.Slice, processes(r.Blocks), r.Block, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
 		if r.ProcessNoise > 0 {
 			spread := ""
 			if r.Blocks >= 3 {
 				spread = fmt.Sprintf(" This run's own blocks show ±%.2f%%", 100*r.BlockSpread)
 				if r.BlockSpread > r.ProcessNoise {
-					spread += ", more than that: its intervals hold what they show"
+					spread += ", more than that, which its intervals hold"
 				}
 				spread += "."
 			}
