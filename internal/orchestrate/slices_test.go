@@ -29,6 +29,10 @@ func TestStandinSlices(t *testing.T) {
 	cfg := quick(100)
 	cfg.Builds = []Build{{Name: "a", Bin: bin}, {Name: "b", Bin: copyBin}}
 	cfg.Slices, cfg.Slice, cfg.Block, cfg.Budget = true, time.Second, 10*time.Second, 30*time.Second
+	// The stand-in idles on a few clock ticks: over quick()'s 200 ms one
+	// tick on a loaded machine reads as a twentieth of a core, more than
+	// its cost per pair, so each block measures idle for a whole second.
+	cfg.Idle = time.Second
 	fastShutdown(&cfg)
 	cfg.WorkDir = t.TempDir()
 	var log strings.Builder
