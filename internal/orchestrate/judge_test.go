@@ -53,7 +53,7 @@ func TestFindMaxLagIsNeverTheCeiling(t *testing.T) {
 	for _, harness := range []bool{true, false} {
 		r := &runner{cfg: cfg}
 		fm := r.findMax(t.Context(), Build{Name: "x"}, func(_ Build, _ int, rate float64, _ bool) *Step {
-			// Blast keeps to its schedule up to 15,000/s and lags above.
+			// In this model blast keeps to its schedule up to a rate and lags above it.
 			lag := 1.0
 			if rate > 15000 {
 				lag = 7.9

@@ -77,18 +77,7 @@ func pairedChangeStopped(metric string, base, build []float64) Change {
 // each block)²: as it is for one block, divided by k for k equal ones.
 func pairedChangeFrom(metric string, base, build []float64, blocks []int, n0 int, process float64) Change {
 	c := Change{Metric: metric, Verdict: VerdictTooFewPairs}
-	var logs []float64
-	inBlock := map[int]float64{}
-	for i := range min(len(base), len(build)) {
-		if base[i] > 0 && build[i] > 0 && !math.IsInf(base[i], 0) && !math.IsInf(build[i], 0) {
-			logs = append(logs, math.Log(build[i]/base[i]))
-			if blocks != nil {
-				inBlock[blocks[i]]++
-			} else {
-				inBlock[0]++
-			}
-		}
-	}
+	logs, blk := logRatios(base, build, blocks)
 	c.Pairs = len(logs)
 	if c.Pairs < 2 {
 		return c
@@ -103,16 +92,18 @@ func pairedChangeFrom(metric string, base, build []float64, blocks []int, n0 int
 		sd, df = max(sd, sd0), float64(n0-1)
 	}
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
+	inBlock := map[int]float64{}
+	for _, b := range blk {
+		inBlock[b]++
+	}
 	var shares float64
 	for _, n := range inBlock {
 		shares += (n / float64(c.Pairs)) * (n / float64(c.Pairs))
 	}
-	if blocks != nil {
-		// Where the run's own blocks show the processes differing by more
-		// (on another machine, say, or in a metric with no spread set),
-		// that is what the interval holds.
-		process = max(process, blockSpread(base, build, blocks))
-	}
+	// Where the run's own blocks show the processes differing by more (on
+	// another machine, say, or in a metric with no spread set), that is
+	// what the interval holds.
+	process = max(process, spread(logs, blk))
 	h := t * math.Sqrt(sd*sd/float64(c.Pairs)+process*process*shares)
 	pct := func(x float64) float64 { return 100 * math.Expm1(x) }
 	c.Pct, c.Low, c.High = pct(mean), pct(mean-h), pct(mean+h)
@@ -134,20 +125,39 @@ func pairedChangeFrom(metric string, base, build []float64, blocks []int, n0 int
 // its pairs over the pooled within-block variance. 0 with fewer than
 // three blocks of two pairs or more.
 func blockSpread(base, build []float64, blocks []int) float64 {
-	logs := map[int][]float64{}
-	var order []int
-	for i := range min(len(base), len(build), len(blocks)) {
+	return spread(logRatios(base, build, blocks))
+}
+
+// logRatios are the log ratios build/base of the pairs with two positive,
+// finite values, and each one's block (all 0 for blocks nil).
+func logRatios(base, build []float64, blocks []int) (logs []float64, blk []int) {
+	for i := range min(len(base), len(build)) {
 		if base[i] > 0 && build[i] > 0 && !math.IsInf(base[i], 0) && !math.IsInf(build[i], 0) {
-			if logs[blocks[i]] == nil {
-				order = append(order, blocks[i])
+			logs = append(logs, math.Log(build[i]/base[i]))
+			if blocks != nil {
+				blk = append(blk, blocks[i])
+			} else {
+				blk = append(blk, 0)
 			}
-			logs[blocks[i]] = append(logs[blocks[i]], math.Log(build[i]/base[i]))
 		}
+	}
+	return logs, blk
+}
+
+// spread is blockSpread of log ratios and their blocks.
+func spread(logs []float64, blk []int) float64 {
+	byBlock := map[int][]float64{}
+	var order []int
+	for i, x := range logs {
+		if byBlock[blk[i]] == nil {
+			order = append(order, blk[i])
+		}
+		byBlock[blk[i]] = append(byBlock[blk[i]], x)
 	}
 	var ss, df float64
 	var means, ns []float64
 	for _, b := range order {
-		if xs := logs[b]; len(xs) >= 2 {
+		if xs := byBlock[b]; len(xs) >= 2 {
 			m, sd := meanSD(xs)
 			ss += sd * sd * float64(len(xs)-1)
 			df += float64(len(xs) - 1)
@@ -158,6 +168,11 @@ func blockSpread(base, build []float64, blocks []int) float64 {
 		return 0
 	}
 	within := ss / df
+	if within == 0 {
+		// No noise within the blocks: all their difference is the processes'.
+		_, sd := meanSD(means)
+		return sd
+	}
 	var s1, s2, mw float64
 	for i, m := range means {
 		w := ns[i] / within

@@ -193,8 +193,8 @@ func TestCompareWithStandin(t *testing.T) {
 	card, err := Run(context.Background(), Options{RelayBin: bin, BaselineName: "a", Compare: &compared, Out: out,
 		Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 500 * time.Millisecond,
 		KindRate: 50, MinRate: 50, MaxRate: 100, PoolSize: 300, Kinds: kinds,
-		// After two relays' start, warm-up and a warm slice each (about
-		// 5 s), room for a few pairs of 1 s slices (about 2 s a pair).
+		// Room, after both relays' start, warm-up and a warm slice each,
+		// for a few pairs of 1 s slices.
 		Slice: time.Second, CompareBudget: 18 * time.Second,
 		RelayConfig: relayconfig.Config{"limits": map[string]any{"shutdown_timeout": 0}}})
 	if err != nil {
