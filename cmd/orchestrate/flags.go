@@ -9,6 +9,7 @@ import (
 
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/cli/upstreamflag"
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
@@ -94,7 +95,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare in slices: how long each build takes the traffic in turn")
 	fs.DurationVar(&o.block, "block", orchestrate.DefaultBlock, "with --compare in slices: how long both builds' Relays live before both are started afresh (a block); more blocks shrink what two processes of one binary differ by (a --block of at least --budget keeps one process per build)")
 	fs.StringVar(&o.precision, "precision", "", "with --compare in slices: stop once the 95% interval of the change in CPU per envelope is within ±this `PERCENT`, e.g. 3%")
-	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary differ by in CPU per envelope (a `PERCENT`, 0 for nothing), added to the intervals for each block's processes; default "+strconv.FormatFloat(100*orchestrate.DefaultProcessNoise, 'g', -1, 64)+"%, from A/A runs on a shared VM: measure yours by comparing a build with itself")
+	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary are expected to differ by in CPU per envelope (a `PERCENT`), before the run's own blocks weigh in; default "+strconv.FormatFloat(100*compare.DefaultPrior.Spread, 'g', -1, 64)+"%, from A/A runs on shared 2-vCPU VMs (the report says which was used)")
 	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare in slices: the longest a comparison may take, split over the rates")
 }
 
@@ -144,7 +145,7 @@ func flagNames() map[string]string {
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on", "Agents": "--user-agents-file",
-		"Slices": "--compare-in slices", "Corpus": "--envelopes", "Slice": "--slice", "Block": "--block", "Precision": "--precision", "ProcessNoise": "--process-noise", "Budget": "--budget",
+		"Slices": "--compare-in slices", "Corpus": "--envelopes", "Slice": "--slice", "Block": "--block", "Precision": "--precision", "Prior": "--process-noise", "Budget": "--budget",
 	}
 }
 
@@ -275,12 +276,9 @@ func (o *options) builds(cfg *orchestrate.Config) error {
 	if o.processNoise != "" {
 		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.processNoise), "%"), 64)
 		if err != nil || p < 0 || p >= 100 {
-			return cli.Usagef("--process-noise %q: want a percentage such as 3%% (0 for none)", o.processNoise)
+			return cli.Usagef("--process-noise %q: want a percentage such as 1.5%%", o.processNoise)
 		}
-		cfg.ProcessNoise = p / 100
-		if p == 0 {
-			cfg.ProcessNoise = -1
-		}
+		cfg.Prior = &compare.Prior{Spread: p / 100, DF: compare.DefaultPrior.DF, Source: "--process-noise"}
 	}
 	return nil
 }

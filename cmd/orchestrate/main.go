@@ -139,7 +139,10 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		fmt.Fprintln(stderr, "orchestrate: interrupted; the report above is partial")
 		return cli.Interrupted
 	case rep.Failed > 0:
-		fmt.Fprintf(stderr, "orchestrate: %d step(s) failed\n", rep.Failed)
+		fmt.Fprintf(stderr, "orchestrate: %d step(s) or comparison(s) failed\n", rep.Failed)
+		return cli.Failed
+	case rep.Gate != nil && len(rep.Gate.Failed) > 0:
+		fmt.Fprintf(stderr, "orchestrate: the gate failed: %s\n", strings.Join(rep.Gate.Failed, "; "))
 		return cli.Failed
 	case rep.Gate != nil && len(rep.Gate.Breaches) > 0:
 		against := g.path
@@ -152,7 +155,7 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		for _, b := range rep.Gate.Inconclusive {
 			fmt.Fprintf(stderr, "orchestrate: inconclusive: %s\n", b)
 		}
-		fmt.Fprintln(stderr, "orchestrate: the interval straddles a threshold: rerun with a larger --budget (exit 3)")
+		fmt.Fprintln(stderr, "orchestrate: the gate could not tell: rerun with a larger --budget (exit 3)")
 		return cli.Inconclusive
 	}
 	return cli.OK

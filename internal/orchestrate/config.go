@@ -18,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/configerr"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
@@ -119,12 +120,11 @@ type Config struct {
 	// by, so more blocks shrink that part of the interval (default
 	// DefaultBlock; a Block of at least Budget keeps one process per build).
 	Block time.Duration
-	// ProcessNoise is the spread (a fraction) of what two processes of one
-	// binary differ by in CPU per envelope over their whole life, added to
-	// the interval of a comparison in slices for each block's processes;
-	// 0 means DefaultProcessNoise, a negative value none.
-	ProcessNoise float64
-	Budget       time.Duration
+	// Prior is the spread between two processes of one binary in CPU per
+	// envelope that a comparison in slices expects before its own blocks
+	// weigh in (compare.Estimate); nil means compare.DefaultPrior.
+	Prior  *compare.Prior
+	Budget time.Duration
 	// FindMax bisects between the bounds for the highest rate kept up with.
 	FindMax bool
 	// FindMaxProbes bounds the steps of the search (default 7).
@@ -290,16 +290,18 @@ func (c *Config) checkRates() error {
 	return c.checkSlices()
 }
 
+// prior is the Prior a comparison in slices starts from.
+func (c *Config) prior() compare.Prior {
+	if c.Prior == nil {
+		return compare.DefaultPrior
+	}
+	return *c.Prior
+}
+
 // checkSlices checks the settings of a comparison in slices.
 func (c *Config) checkSlices() error {
 	if !c.Slices {
 		return nil
-	}
-	switch {
-	case c.ProcessNoise == 0:
-		c.ProcessNoise = DefaultProcessNoise
-	case c.ProcessNoise < 0:
-		c.ProcessNoise = 0
 	}
 	if c.Slice == 0 {
 		c.Slice = DefaultSlice
@@ -321,8 +323,8 @@ func (c *Config) checkSlices() error {
 		return configerr.Errorf("Slice", "%s: want 1s..10m", c.Slice)
 	case c.Block < 10*c.Slice:
 		return configerr.Errorf("Block", "%s: want at least ten slices (%s)", c.Block, 10*c.Slice)
-	case c.ProcessNoise >= 1:
-		return configerr.Errorf("ProcessNoise", "%g: want a fraction below 1, e.g. 0.03", c.ProcessNoise)
+	case c.Prior != nil && (!(c.Prior.Spread >= 0 && c.Prior.Spread < 1) || !(c.Prior.DF >= 0)):
+		return configerr.Errorf("Prior", "spread %g on %g df: want a spread in [0, 1), e.g. 0.015, and df ≥ 0", c.Prior.Spread, c.Prior.DF)
 	case c.Precision < 0 || c.Precision >= 1:
 		return configerr.Errorf("Precision", "%g: want a fraction in [0, 1), e.g. 0.03", c.Precision)
 	case c.Budget < 2*c.Slice || c.Budget > 24*time.Hour:

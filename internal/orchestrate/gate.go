@@ -76,14 +76,22 @@ type Breach struct {
 	Baseline  float64   `json:"baseline"`
 	Value     float64   `json:"value"`
 	Change    float64   `json:"change_pct"`
-	// Low and High bound the change's 95% interval (IntervalGate).
-	Low  float64 `json:"low_pct,omitempty"`
-	High float64 `json:"high_pct,omitempty"`
+	// Low and High bound the interval the change was judged on, at Level
+	// (IntervalGate); Why says why there was none to judge on.
+	Low   float64 `json:"low_pct,omitempty"`
+	High  float64 `json:"high_pct,omitempty"`
+	Level float64 `json:"level,omitempty"`
+	Why   string  `json:"why,omitempty"`
 }
 
 func (b Breach) String() string {
-	if b.Low != 0 || b.High != 0 {
-		return fmt.Sprintf("%s at %s: %+.1f%% (95%% interval %+.1f%% to %+.1f%%), threshold %s", b.Build, rateLabel(b.Rate), b.Change, b.Low, b.High, b.Threshold.Spec)
+	switch {
+	case b.Why != "" && b.Build == "":
+		return fmt.Sprintf("%s: %s", b.Threshold.Spec, b.Why)
+	case b.Why != "":
+		return fmt.Sprintf("%s at %s: %s, threshold %s", b.Build, rateLabel(b.Rate), b.Why, b.Threshold.Spec)
+	case b.Level != 0:
+		return fmt.Sprintf("%s at %s: %+.1f%% (%g%% interval %+.1f%% to %+.1f%%), threshold %s", b.Build, rateLabel(b.Rate), b.Change, 100*b.Level, b.Low, b.High, b.Threshold.Spec)
 	}
 	return fmt.Sprintf("%s at %s: %.4g → %.4g (%+.1f%%), threshold %s", b.Build, rateLabel(b.Rate), b.Baseline, b.Value, b.Change, b.Threshold.Spec)
 }
@@ -97,8 +105,12 @@ type GateResult struct {
 	Compared int       `json:"compared"`
 	Missing  []float64 `json:"missing,omitempty"`
 	// Inconclusive are the thresholds whose change's interval straddles
-	// them (IntervalGate): neither crossed nor passed at this resolution.
+	// them (IntervalGate): neither crossed nor passed at this resolution;
+	// or that had nothing measured to hold (Breach.Why says why).
 	Inconclusive []Breach `json:"inconclusive,omitempty"`
+	// Failed are the comparisons that failed: their thresholds are
+	// neither crossed nor passed, and the gate fails.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // Gate compares every point of rep's first build with the baseline's

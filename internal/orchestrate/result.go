@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"time"
 
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/replay"
 	"github.com/relayload/relayload/upstream"
 )
@@ -436,9 +437,9 @@ type Comparison struct {
 	PeakRSSChange  float64 `json:"peak_rss_change_pct"`
 	// With two rounds or more: the change of CPU per envelope and of
 	// cores from the rounds taken as pairs (each round runs both builds
-	// back to back), with its 95% interval (pairedChange).
-	MsPerEnvPaired *Change `json:"ms_per_envelope_paired,omitempty"`
-	CoresPaired    *Change `json:"cores_paired,omitempty"`
+	// back to back), with its 95% interval (compare.Estimate).
+	MsPerEnvPaired *compare.Change `json:"ms_per_envelope_paired,omitempty"`
+	CoresPaired    *compare.Change `json:"cores_paired,omitempty"`
 }
 
 // FindMax is the result of a bisection for one build.

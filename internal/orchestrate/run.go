@@ -280,7 +280,9 @@ func (r *runner) sweep(ctx context.Context, rep *Report) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.compareSlices(ctx, rep, rate, cfg.Budget/time.Duration(len(cfg.Rates)))
+			if c := r.compareSlices(ctx, rep, rate, cfg.Budget/time.Duration(len(cfg.Rates))); strings.HasPrefix(c.Ended, "failed") {
+				rep.Failed++
+			}
 		}
 		return
 	}

@@ -1,6 +1,12 @@
 package orchestrate
 
-import "github.com/relayload/relayload/internal/configerr"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/relayload/relayload/internal/compare"
+	"github.com/relayload/relayload/internal/configerr"
+)
 
 // sliceMetrics name, for each metric a Threshold can name, the metric of a
 // comparison in slices it reads.
@@ -11,11 +17,15 @@ var sliceMetrics = map[string]string{
 }
 
 // IntervalGate holds each threshold against the paired change of every
-// comparison in slices: a threshold is crossed only when the whole 95%
-// interval of the change is beyond it, passed when the whole interval is
-// within it, and inconclusive otherwise (the run's resolution is too coarse
-// to say; more pairs, a larger Budget, can settle it). A threshold on a
-// metric the comparison does not pair is an error of FailOn.
+// comparison in slices (compare.Check): crossed only when the change's
+// whole interval is beyond it, passed only when the whole interval is
+// within it, inconclusive otherwise. With m thresholds each is judged on a
+// 1 − 5%/m interval (compare.GateLevel). It passes nothing it did not
+// measure: a comparison that failed is a failure of the gate; a metric
+// with too few pairs, no data (no instruction counters, say) or no
+// interval is inconclusive with the reason; so is a gate with no
+// comparison to hold. A threshold on a metric the comparison does not
+// pair is an error of FailOn.
 func IntervalGate(rep *Report, ths []Threshold) (GateResult, error) {
 	var g GateResult
 	for _, th := range ths {
@@ -23,24 +33,49 @@ func IntervalGate(rep *Report, ths []Threshold) (GateResult, error) {
 			return g, configerr.Errorf("FailOn", "%q: a comparison in slices pairs cpu_ms_per_envelope, cores, p99, peak_rss, forwarded_rate and (with a PMU) instructions_per_envelope", th.Spec)
 		}
 	}
-	for _, r := range rep.SliceRuns {
+	if len(rep.SliceRuns) == 0 {
 		for _, th := range ths {
-			for _, c := range r.Changes {
-				if c.Metric != sliceMetrics[th.Metric] || c.Pairs < 2 {
-					continue
+			g.Inconclusive = append(g.Inconclusive, Breach{Threshold: th, Why: "no comparison ran"})
+		}
+		return g, nil
+	}
+	level := compare.GateLevel(len(ths))
+	for _, r := range rep.SliceRuns {
+		if strings.HasPrefix(r.Ended, "failed") {
+			g.Failed = append(g.Failed, fmt.Sprintf("%s against %s at %s: %s", r.Build, r.Baseline, rateLabel(r.Rate), r.Ended))
+			continue
+		}
+		for _, th := range ths {
+			b := Breach{Threshold: th, Build: r.Build, Rate: r.Rate}
+			c, ok := changeOf(r, sliceMetrics[th.Metric])
+			if !ok {
+				b.Why = "not measured"
+				if th.Metric == "instructions_per_envelope" {
+					b.Why = "not measured: " + r.Counters
 				}
-				g.Compared++
-				b := Breach{Threshold: th, Build: r.Build, Rate: r.Rate, Change: c.Pct, Low: c.Low, High: c.High}
-				beyond := th.Op == '>' && c.Low > th.Pct || th.Op == '<' && c.High < th.Pct
-				within := th.Op == '>' && c.High <= th.Pct || th.Op == '<' && c.Low >= th.Pct
-				switch {
-				case beyond:
-					g.Breaches = append(g.Breaches, b)
-				case !within:
-					g.Inconclusive = append(g.Inconclusive, b)
-				}
+				g.Inconclusive = append(g.Inconclusive, b)
+				continue
+			}
+			g.Compared++
+			v := compare.Check(c, th.Op, th.Pct, level)
+			b.Change, b.Low, b.High, b.Why, b.Level = c.Pct, v.Low, v.High, v.Why, level
+			switch v.Outcome {
+			case compare.Crossed:
+				g.Breaches = append(g.Breaches, b)
+			case compare.Inconclusive:
+				g.Inconclusive = append(g.Inconclusive, b)
 			}
 		}
 	}
 	return g, nil
+}
+
+// changeOf is the run's change of metric, if it measured one.
+func changeOf(r *SliceRun, metric string) (compare.Change, bool) {
+	for _, c := range r.Changes {
+		if c.Metric == metric {
+			return c, true
+		}
+	}
+	return compare.Change{}, false
 }

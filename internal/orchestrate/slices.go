@@ -3,10 +3,12 @@ package orchestrate
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/relayload/relayload/internal/blast"
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/orchestrate/relayproc"
 	"github.com/relayload/relayload/internal/perfcount"
 )
@@ -66,25 +68,24 @@ type SliceRun struct {
 	// Precision is the half-width that may end the run (0: none); with it,
 	// the intervals are the two-stage ones a stopping rule needs.
 	Precision float64 `json:"precision,omitempty"`
-	// ProcessNoise is what the intervals of CPU per envelope, cores and
-	// instructions add at least for the two builds' processes
-	// (Config.ProcessNoise).
-	ProcessNoise float64 `json:"process_noise"`
-	// BlockSpread is the same spread as the run's own blocks show it: the
-	// DerSimonian–Laird estimate over the blocks' mean log ratios of CPU
-	// per envelope (with three blocks or more; else 0). Where a metric's
-	// own is larger than what its interval adds (ProcessNoise for the CPU
-	// metrics, nothing for the others), the interval holds it instead.
-	BlockSpread float64 `json:"block_spread,omitempty"`
-	Slices      []Slice `json:"slices"`
+	// Prior is the spread between two processes of one binary that the
+	// intervals of the CPU metrics (CPU per envelope, cores, instructions)
+	// start from, before the run's own blocks weigh in (Config.Prior); the
+	// other metrics have none and rest on the blocks alone.
+	Prior compare.Prior `json:"prior"`
+	// First names, block by block, the build that took the first slice
+	// (and started first): drawn at random for each block.
+	First  []string `json:"first,omitempty"`
+	Slices []Slice  `json:"slices"`
 	// Ended says what ended the comparison: "precision" (the interval on
 	// CPU per envelope reached Config.Precision), "budget", "interrupted",
 	// or "failed: …".
 	Ended string        `json:"ended"`
 	Took  time.Duration `json:"took_ns"`
 	// Changes are the paired changes of the compared build against the
-	// baseline, one per metric, CPU per envelope first.
-	Changes []Change `json:"changes"`
+	// baseline, one per metric, CPU per envelope (the primary) first, with
+	// their verdicts (compare.Judge).
+	Changes []compare.Change `json:"changes"`
 	// Idle is each build's idle cores measured before the last block's
 	// first slice.
 	Idle map[string]float64 `json:"idle_cores"`
@@ -125,11 +126,11 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 	cfg := r.cfg
 	start := time.Now()
 	c := &SliceRun{Rate: rate, Baseline: cfg.Builds[0].Name, Build: cfg.Builds[1].Name, Slice: cfg.Slice, Block: cfg.Block,
-		Precision: cfg.Precision, ProcessNoise: cfg.ProcessNoise, Idle: map[string]float64{}}
+		Precision: cfg.Precision, Prior: cfg.prior(), Idle: map[string]float64{}}
 	rep.SliceRuns = append(rep.SliceRuns, c)
 	defer func() {
 		c.Took = time.Since(start)
-		c.Changes, c.BlockSpread = c.pairedChanges()
+		c.Changes = c.PairedChanges()
 	}()
 	// A pair takes two slices: estimated until the first pair is
 	// measured, then the last pair's length; a block's start likewise.
@@ -137,7 +138,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 	pair := 0
 	// pairs runs pairs on a block's builds until the block's time is up
 	// (""), or what ends the comparison.
-	pairs := func(bs [2]*sliceBuild, block int, blockStart time.Time) string {
+	pairs := func(bs [2]*sliceBuild, block, first int, blockStart time.Time) string {
 		for n := 0; ; n++ {
 			switch {
 			case ctx.Err() != nil:
@@ -149,9 +150,10 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 			}
 			pair++
 			t0 := time.Now()
-			order := []int{0, 1}
-			if pair%2 == 0 {
-				order = []int{1, 0}
+			// ABBA from the block's first build on.
+			order := []int{first, 1 - first}
+			if n%2 == 1 {
+				order = []int{1 - first, first}
 			}
 			sls, err := r.runPair(bs, order, rate, pair)
 			if err != nil {
@@ -163,7 +165,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 			}
 			pairTook = time.Since(t0)
 			if cfg.Precision > 0 {
-				if ch, _ := c.pairedChanges(); ch[0].Pairs >= MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
+				if ch := c.PairedChanges(); ch[0].Pairs >= compare.MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
 					return "precision"
 				}
 			}
@@ -175,12 +177,16 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 			break
 		}
 		t0 := time.Now()
-		bs, stop, err := r.startSliceBlock(ctx, c, rate, block)
+		// Which build goes first in a block is drawn at random, so that
+		// neither is always first at a block's edges (or in its start).
+		first := rand.IntN(2)
+		c.First = append(c.First, cfg.Builds[first].Name)
+		bs, stop, err := r.startSliceBlock(ctx, c, rate, block, first)
 		if err != nil {
 			c.Ended = r.sliceEnd(ctx, "failed: "+err.Error())
 		} else {
 			startTook, c.Blocks = time.Since(t0), block
-			c.Ended = pairs(bs, block, t0)
+			c.Ended = pairs(bs, block, first, t0)
 		}
 		stop()
 	}
@@ -190,10 +196,9 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 // startSliceBlock starts both builds' Relays and upstreams for a block at
 // once, each measuring its idle CPU, opens their instruction counters and
 // sends each a slice of traffic that is not measured: a Relay's first
-// seconds under load cost more than the rest. Which build starts and warms
-// first alternates from block to block, so that neither is always first.
-// stop ends them all, also after an error.
-func (r *runner) startSliceBlock(ctx context.Context, c *SliceRun, rate float64, block int) (bs [2]*sliceBuild, stop func(), err error) {
+// seconds under load cost more than the rest. Build first starts and warms
+// first. stop ends them all, also after an error.
+func (r *runner) startSliceBlock(ctx context.Context, c *SliceRun, rate float64, block, first int) (bs [2]*sliceBuild, stop func(), err error) {
 	var steps [2]*step
 	stop = func() {
 		for _, b := range bs {
@@ -207,10 +212,7 @@ func (r *runner) startSliceBlock(ctx context.Context, c *SliceRun, rate float64,
 			}
 		}
 	}
-	order := []int{0, 1}
-	if block%2 == 0 {
-		order = []int{1, 0}
-	}
+	order := []int{first, 1 - first}
 	var errs [2]error
 	var wg sync.WaitGroup
 	for k, i := range order {
@@ -359,26 +361,25 @@ func (r *runner) sliceTraffic(s *step, rate float64) (*blast.Result, error) {
 	})
 }
 
-// pairedChanges are the run's changes of the build against the baseline,
-// one per metric (CPU per envelope first), over its whole pairs, and the
-// spread of the processes that its blocks show (SliceRun.BlockSpread).
-func (c *SliceRun) pairedChanges() ([]Change, float64) {
-	// The CPU metrics carry the processes' own difference; peak RSS's is
-	// larger and unknown, and its verdict says so instead.
+// PairedChanges are the run's changes of the build against the baseline,
+// one per metric, CPU per envelope first, over its whole pairs, with their
+// verdicts: the CPU metrics' intervals start from the run's Prior, the
+// others' from its blocks alone.
+func (c *SliceRun) PairedChanges() []compare.Change {
 	type metric struct {
-		name    string
-		of      func(Slice) float64
-		process float64
+		name  string
+		of    func(Slice) float64
+		prior compare.Prior
 	}
 	metrics := []metric{
-		{"ms_per_envelope", func(s Slice) float64 { return s.MsPerEnv }, c.ProcessNoise},
-		{"cores", func(s Slice) float64 { return s.Cores }, c.ProcessNoise},
-		{"p99_ms", func(s Slice) float64 { return s.P99 }, 0},
-		{"peak_rss", func(s Slice) float64 { return float64(s.PeakRSS) }, 0},
-		{"forwarded_per_s", func(s Slice) float64 { return s.ForwardedRate }, 0},
+		{"ms_per_envelope", func(s Slice) float64 { return s.MsPerEnv }, c.Prior},
+		{"cores", func(s Slice) float64 { return s.Cores }, c.Prior},
+		{"p99_ms", func(s Slice) float64 { return s.P99 }, compare.Prior{}},
+		{"peak_rss", func(s Slice) float64 { return float64(s.PeakRSS) }, compare.Prior{}},
+		{"forwarded_per_s", func(s Slice) float64 { return s.ForwardedRate }, compare.Prior{}},
 	}
 	if c.Counters == "instructions" {
-		metrics = append(metrics, metric{"instructions_per_envelope", func(s Slice) float64 { return s.InstrPerEnv }, c.ProcessNoise})
+		metrics = append(metrics, metric{"instructions_per_envelope", func(s Slice) float64 { return s.InstrPerEnv }, c.Prior})
 	}
 	byPair := map[int][2]*Slice{}
 	for i := range c.Slices {
@@ -391,31 +392,21 @@ func (c *SliceRun) pairedChanges() ([]Change, float64) {
 		}
 		byPair[s.Pair] = p
 	}
-	n0 := 0
+	stage1 := 0
 	if c.Precision > 0 {
-		n0 = MinPairs
+		stage1 = compare.MinPairs
 	}
-	out := make([]Change, len(metrics))
-	var spread float64
+	out := make([]compare.Change, len(metrics))
 	for i, m := range metrics {
-		var base, build []float64
-		var blocks []int
+		var p compare.Pairs
 		for pair := 1; pair <= len(byPair); pair++ {
-			if p := byPair[pair]; p[0] != nil && p[1] != nil {
-				base, build = append(base, m.of(*p[0])), append(build, m.of(*p[1]))
-				blocks = append(blocks, p[0].Block)
+			if s := byPair[pair]; s[0] != nil && s[1] != nil {
+				p.Base, p.Build = append(p.Base, m.of(*s[0])), append(p.Build, m.of(*s[1]))
+				p.Blocks = append(p.Blocks, s[0].Block)
 			}
 		}
-		out[i] = pairedChangeFrom(m.name, base, build, blocks, n0, m.process)
-		if i == 0 {
-			spread = blockSpread(base, build, blocks)
-		}
-		if m.name == "peak_rss" && c.Blocks < 3 && (out[i].Verdict == VerdictLower || out[i].Verdict == VerdictHigher) {
-			// Pairing cannot tell a build's memory from its process's
-			// (the A/A runs in docs/measurements.md show it); blocks can,
-			// given a few of them.
-			out[i].Verdict += " (few processes per build: may be the processes, not the build)"
-		}
+		out[i] = compare.Estimate(m.name, p, compare.Options{Prior: m.prior, Stage1: stage1})
 	}
-	return out, spread
+	compare.Judge(out)
+	return out
 }

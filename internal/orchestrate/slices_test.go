@@ -3,13 +3,14 @@ package orchestrate
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/internal/compare"
 )
 
 // TestStandinSlices compares two copies of the stand-in relay in slices:
@@ -41,30 +42,42 @@ func TestStandinSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Which build warms (and starts) first alternates from block to block.
-	warm := regexp.MustCompile(`(?m)^  (\w+): a slice of traffic, not measured$`).FindAllStringSubmatch(log.String(), -1)
-	if len(warm) < 4 || warm[0][1] != "a" || warm[1][1] != "b" || warm[2][1] != "b" || warm[3][1] != "a" {
-		t.Errorf("warm slices %v, want a b, then b a", warm)
-	}
 	if len(rep.Steps) != 0 || len(rep.SliceRuns) != 1 {
 		t.Fatalf("steps %d, slice runs %d", len(rep.Steps), len(rep.SliceRuns))
 	}
 	run := rep.SliceRuns[0]
+	// The build drawn first in a block warms first and takes the block's
+	// first slice, and the pairs alternate from it.
+	warm := regexp.MustCompile(`(?m)^  (\w+): a slice of traffic, not measured$`).FindAllStringSubmatch(log.String(), -1)
+	if len(run.First) != run.Blocks || len(warm) < 2*run.Blocks {
+		t.Fatalf("first builds %v, warm slices %v over %d blocks", run.First, warm, run.Blocks)
+	}
+	for b, first := range run.First {
+		if warm[2*b][1] != first || warm[2*b+1][1] == first {
+			t.Errorf("block %d: warm slices %v, want %s first", b+1, warm[2*b:2*b+2], first)
+		}
+	}
 	if run.Ended != "budget" || run.Pairs() < 4 || run.Blocks < 2 || run.Took > 60*time.Second {
 		t.Fatalf("ended %q after %d pairs in %d blocks in %s", run.Ended, run.Pairs(), run.Blocks, run.Took)
 	}
 	ok, forwarded := map[string]int64{}, map[string]int64{}
 	pairsIn := map[int]int{}
+	other := map[string]string{"a": "b", "b": "a"}
+	inBlock := 0 // slices so far in this slice's block
 	for i, sl := range run.Slices {
 		pairsIn[sl.Block]++
-		if i > 0 && sl.Block != run.Slices[i-1].Block && (sl.Block != run.Slices[i-1].Block+1 || i%2 != 0) {
-			t.Errorf("slice %d: block %d after block %d", i, sl.Block, run.Slices[i-1].Block)
+		if i > 0 && sl.Block != run.Slices[i-1].Block {
+			if sl.Block != run.Slices[i-1].Block+1 || i%2 != 0 {
+				t.Errorf("slice %d: block %d after block %d", i, sl.Block, run.Slices[i-1].Block)
+			}
+			inBlock = 0
 		}
-		// ABBA: pair 1 a then b, pair 2 b then a, …
-		want := "a"
-		if (i%2 == 1) != (sl.Pair%2 == 0) {
-			want = "b"
+		// ABBA within a block from its first build: F S, S F, F S, …
+		want := run.First[sl.Block-1]
+		if (inBlock%2 == 1) != (inBlock/2%2 == 1) {
+			want = other[want]
 		}
+		inBlock++
 		if sl.Build != want || sl.Pair != i/2+1 {
 			t.Errorf("slice %d: build %s pair %d, want %s pair %d", i, sl.Build, sl.Pair, want, i/2+1)
 		}
@@ -152,158 +165,12 @@ func TestSlicesConfig(t *testing.T) {
 	}
 }
 
-// TestPairedChange checks the interval against hand-computed cases.
-func TestPairedChange(t *testing.T) {
-	// Ratios 1.1, 1.1, 1.1: no spread, a 10% change with a zero-width interval.
-	c := pairedChange("x", []float64{1, 2, 3}, []float64{1.1, 2.2, 3.3})
-	if c.Pairs != 3 || !near(c.Pct, 10, 1e-9) || !near(c.HalfWidth, 0, 1e-9) || c.Verdict != VerdictHigher {
-		t.Errorf("constant ratio: %+v", c)
-	}
-	// Log ratios ±d: mean 0, sd = d·√2 over two pairs, t(0.975, 1) = 12.706.
-	d := 0.01
-	c = pairedChange("x", []float64{1, 1}, []float64{1 + 0.0, 1 + 0.0})
-	if c.Verdict != "no change beyond ±0.0%" {
-		t.Errorf("identical: %+v", c)
-	}
-	c = pairedChange("x", []float64{1, 1}, []float64{expf(d), expf(-d)})
-	wantH := 12.706204736 * d * 1.4142135623730951 / 1.4142135623730951
-	if !near(c.High, 100*(expf(wantH)-1), 1e-3) || !near(c.Low, 100*(expf(-wantH)-1), 1e-3) || !strings.HasPrefix(c.Verdict, "no change beyond ±") {
-		t.Errorf("±1%%: %+v, want high %.4f", c, 100*(expf(wantH)-1))
-	}
-	// A 5% drop in every pair with 1% noise: lower.
-	base := []float64{10, 10, 10, 10, 10, 10}
-	build := []float64{9.4, 9.5, 9.6, 9.45, 9.55, 9.5}
-	if c := pairedChange("x", base, build); c.Verdict != VerdictLower || c.High >= 0 {
-		t.Errorf("5%% drop: %+v", c)
-	}
-	// The processes' own spread adds to the interval's variance: a constant
-	// 1% ratio over 100 pairs is a change alone, within ±1.96·1.4% once
-	// the processes may differ by 1.4%.
-	b100, c100 := make([]float64, 100), make([]float64, 100)
-	for i := range b100 {
-		b100[i], c100[i] = 1, 1.01
-	}
-	c = pairedChangeFrom("x", b100, c100, nil, 0, 0.014)
-	wantH = 1.9842169515 * 0.014
-	if !strings.HasPrefix(c.Verdict, "no change beyond ±") || !near(c.High, 100*(1.01*expf(wantH)-1), 1e-3) {
-		t.Errorf("process noise: %+v, want high %.4f", c, 100*(1.01*expf(wantH)-1))
-	}
-	// Four blocks of 25 pairs: each block's processes are a fresh draw, so
-	// the processes' variance is shared out as Σ(¼)² = ¼ of it.
-	blocks := make([]int, 100)
-	for i := range blocks {
-		blocks[i] = i / 25
-	}
-	c = pairedChangeFrom("x", b100, c100, blocks, 0, 0.014)
-	if wantH = 1.9842169515 * 0.014 / 2; !near(c.High, 100*(1.01*expf(wantH)-1), 1e-3) {
-		t.Errorf("four blocks: %+v, want high %.4f", c, 100*(1.01*expf(wantH)-1))
-	}
-	// Blocks of 90 and 10 pairs: 0.9² + 0.1² = 0.82 of it.
-	for i := range blocks {
-		blocks[i] = i / 90
-	}
-	c = pairedChangeFrom("x", b100, c100, blocks, 0, 0.014)
-	if wantH = 1.9842169515 * 0.014 * math.Sqrt(0.82); !near(c.High, 100*(1.01*expf(wantH)-1), 1e-3) {
-		t.Errorf("uneven blocks: %+v, want high %.4f", c, 100*(1.01*expf(wantH)-1))
-	}
-	// Fewer than two usable pairs.
-	if c := pairedChange("x", []float64{1, 0}, []float64{1, 2}); c.Verdict != VerdictTooFewPairs || c.Pairs != 1 {
-		t.Errorf("one pair: %+v", c)
-	}
-}
-
-// TestBlockSpread: the blocks' own estimate of the processes' spread is
-// none when the blocks agree, recovers a known spread from many blocks,
-// and needs three blocks.
-func TestBlockSpread(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	synth := func(blocks, per int, tau, sigma float64) (base, build []float64, blk []int) {
-		for b := range blocks {
-			eff := rng.NormFloat64() * tau
-			for range per {
-				base = append(base, 1)
-				build = append(build, math.Exp(eff+rng.NormFloat64()*sigma))
-				blk = append(blk, b+1)
-			}
-		}
-		return
-	}
-	if s := blockSpread(synth(40, 20, 0, 0.1)); s > 0.01 {
-		t.Errorf("no process effect: spread %.4f", s)
-	}
-	if s := blockSpread(synth(200, 20, 0.03, 0.1)); math.Abs(s-0.03) > 0.006 {
-		t.Errorf("process effect 3%%: spread %.4f", s)
-	}
-	base, build, blk := synth(2, 20, 0.5, 0.1)
-	if s := blockSpread(base, build, blk); s != 0 {
-		t.Errorf("two blocks: spread %.4f, want none", s)
-	}
-	// Blocks that differ by more than the configured spread widen the
-	// interval to what they show; blocks that agree leave it as set.
-	base, build, blk = synth(10, 10, 0.08, 0.02)
-	own := blockSpread(base, build, blk)
-	got := pairedChangeFrom("x", base, build, blk, 0, 0.03)
-	want := pairedChangeFrom("x", base, build, blk, 0, own)
-	if own < 0.04 || got.HalfWidth != want.HalfWidth {
-		t.Errorf("own spread %.4f: half-width %.3f, want %.3f", own, got.HalfWidth, want.HalfWidth)
-	}
-	// A metric with no spread set (p99, peak RSS) takes what the blocks show.
-	if got := pairedChangeFrom("x", base, build, blk, 0, 0); got.HalfWidth != want.HalfWidth {
-		t.Errorf("no spread set: half-width %.3f, want %.3f", got.HalfWidth, want.HalfWidth)
-	}
-	base, build, blk = synth(10, 10, 0, 0.02)
-	got = pairedChangeFrom("x", base, build, blk, 0, 0.03)
-	want = pairedChangeFrom("x", base, build, nil, 0, 0.03*math.Sqrt(0.1))
-	if own := blockSpread(base, build, blk); own >= 0.03 || !near(got.HalfWidth, want.HalfWidth, 1e-9) {
-		t.Errorf("agreeing blocks (own spread %.4f): half-width %.4f, want %.4f", own, got.HalfWidth, want.HalfWidth)
-	}
-}
-
-// TestBlocksFalsePositives: A/A runs whose every block has processes that
-// differ by a draw of the known spread (and pairs noisy on their own):
-// with the spread shared out over the blocks, the verdict calls a change
-// real in at most about 5% of runs, and in far more without the term.
-func TestBlocksFalsePositives(t *testing.T) {
-	const runs, tau, sigma = 3000, 0.014, 0.1
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, k := range []int{1, 3, 5} {
-		with, without := 0, 0
-		for range runs {
-			var base, build []float64
-			var blk []int
-			for b := range k {
-				eff := rng.NormFloat64() * tau
-				for range 80 / k {
-					base = append(base, 1)
-					build = append(build, math.Exp(eff+rng.NormFloat64()*sigma))
-					blk = append(blk, b)
-				}
-			}
-			if v := pairedChangeFrom("x", base, build, blk, 0, tau).Verdict; v == VerdictLower || v == VerdictHigher {
-				with++
-			}
-			if v := pairedChangeFrom("x", base, build, blk, 0, 0).Verdict; v == VerdictLower || v == VerdictHigher {
-				without++
-			}
-		}
-		fp, fp0 := float64(with)/runs, float64(without)/runs
-		// About three standard errors of a 5% rate over 3000 runs.
-		if fp > 0.062 || fp0 <= fp {
-			t.Errorf("%d blocks: false positives %.3f with the processes' spread, %.3f without", k, fp, fp0)
-		}
-	}
-}
-
-func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
-
-func expf(x float64) float64 { return math.Exp(x) }
-
 // TestIntervalGate: a threshold is crossed only when the whole interval is
 // beyond it, passed when it is all within, inconclusive when it straddles.
 func TestIntervalGate(t *testing.T) {
 	run := func(low, pct, high float64) *Report {
-		return &Report{SliceRuns: []*SliceRun{{Rate: 300, Build: "b", Changes: []Change{
-			{Metric: "ms_per_envelope", Pairs: 20, Low: low, Pct: pct, High: high},
+		return &Report{SliceRuns: []*SliceRun{{Rate: 300, Build: "b", Changes: []compare.Change{
+			changeWithin("ms_per_envelope", 20, low, high),
 		}}}}
 	}
 	ths, err := ParseThresholds("cpu_ms_per_envelope>+5%")
@@ -314,11 +181,11 @@ func TestIntervalGate(t *testing.T) {
 		low, pct, high         float64
 		breaches, inconclusive int
 	}{
-		{6, 8, 10, 1, 0},    // all above +5%
-		{-2, 0, 2, 0, 0},    // all within
-		{3, 6, 9, 0, 1},     // straddles +5%
-		{-1, 2, 5, 0, 0},    // touches it from within
-		{-12, -9, -6, 0, 0}, // faster
+		{6, 8, 10, 1, 0},     // all above +5%
+		{-2, 0, 2, 0, 0},     // all within
+		{3, 6, 9, 0, 1},      // straddles +5%
+		{-1, 2, 4.999, 0, 0}, // just within
+		{-12, -9, -6, 0, 0},  // faster
 	} {
 		g, err := IntervalGate(run(tc.low, tc.pct, tc.high), ths)
 		if err != nil || len(g.Breaches) != tc.breaches || len(g.Inconclusive) != tc.inconclusive || g.Compared != 1 {
@@ -326,9 +193,36 @@ func TestIntervalGate(t *testing.T) {
 		}
 	}
 	shrink, _ := ParseThresholds("forwarded_rate<-5%")
-	rep := &Report{SliceRuns: []*SliceRun{{Changes: []Change{{Metric: "forwarded_per_s", Pairs: 9, Low: -9, Pct: -7, High: -6}}}}}
+	rep := &Report{SliceRuns: []*SliceRun{{Changes: []compare.Change{changeWithin("forwarded_per_s", 12, -9, -6)}}}}
 	if g, _ := IntervalGate(rep, shrink); len(g.Breaches) != 1 {
 		t.Errorf("forwarded/s down 6–9%% with a −5%% threshold: %+v", g)
+	}
+	// Nothing unmeasured passes: a failed comparison fails the gate; too
+	// few pairs, a metric not measured, or no comparison at all is
+	// inconclusive with the reason.
+	cpu, _ := ParseThresholds("cpu_ms_per_envelope>+5%,instructions_per_envelope>+5%")
+	for _, tc := range []struct {
+		name   string
+		rep    *Report
+		failed int
+		why    []string
+	}{
+		{"failed", &Report{SliceRuns: []*SliceRun{{Build: "broken", Baseline: "main", Rate: 300, Ended: "failed: exit status 1 during broken's relay start"}}}, 1, nil},
+		{"nothing ran", &Report{}, 0, []string{"no comparison ran", "no comparison ran"}},
+		{"too few pairs, no counters", &Report{SliceRuns: []*SliceRun{{Build: "b", Rate: 300, Ended: "budget", Counters: "CPU time only: no PMU",
+			Changes: []compare.Change{changeWithin("ms_per_envelope", 6, 40, 120)}}}}, 0,
+			[]string{"6 pairs measured, fewer than the 10", "not measured: CPU time only: no PMU"}},
+	} {
+		g, err := IntervalGate(tc.rep, cpu)
+		if err != nil || len(g.Failed) != tc.failed || len(g.Inconclusive) != len(tc.why) || len(g.Breaches) != 0 {
+			t.Errorf("%s: %+v %v", tc.name, g, err)
+			continue
+		}
+		for i, why := range tc.why {
+			if !strings.Contains(g.Inconclusive[i].String(), why) {
+				t.Errorf("%s: %q lacks %q", tc.name, g.Inconclusive[i], why)
+			}
+		}
 	}
 	max, _ := ParseThresholds("max>+5%")
 	if _, err := IntervalGate(rep, max); err == nil || !strings.Contains(err.Error(), "FailOn") {
@@ -354,10 +248,20 @@ func TestSlicesRelayFails(t *testing.T) {
 	if !strings.HasPrefix(run.Ended, "failed: ") || !strings.Contains(run.Ended, "broken's relay start") || run.Pairs() != 0 {
 		t.Errorf("ended %q after %d pairs", run.Ended, run.Pairs())
 	}
-	if c := run.Changes[0]; c.Verdict != VerdictTooFewPairs {
+	if c := run.Changes[0]; c.Verdict != compare.VerdictTooFewPairs {
 		t.Errorf("verdict %q", c.Verdict)
 	}
 	if len(processesMentioning(bin)) != 0 {
 		t.Errorf("a Relay outlived the run: %v", processesMentioning(bin))
 	}
+}
+
+// changeWithin is a change over pairs whose 95% interval (on many
+// degrees of freedom) runs from low to high percent.
+func changeWithin(metric string, pairs int, low, high float64) compare.Change {
+	l, h := math.Log1p(low/100), math.Log1p(high/100)
+	c := compare.Change{Metric: metric, Pairs: pairs, MeanLog: (l + h) / 2, SELog: (h - l) / 2 / 1.959963984540054, DF: 1e6}
+	c.Low, c.High, _ = c.Interval(compare.Level)
+	c.Pct = 100 * math.Expm1(c.MeanLog)
+	return c
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/relayload/relayload/internal/compare"
 )
 
 // pointKey is one build at one rate.
@@ -50,6 +52,12 @@ func summarize(rep *Report, cfg Config) {
 		}
 		c.MsPerEnvPaired = roundsPaired("ms_per_envelope", groups[pointKey{base, k.rate}], groups[k], msPerEnv)
 		c.CoresPaired = roundsPaired("cores", groups[pointKey{base, k.rate}], groups[k], netCores)
+		if c.MsPerEnvPaired != nil && c.CoresPaired != nil {
+			// CPU per envelope is the primary metric; cores is judged after it.
+			cs := []compare.Change{*c.MsPerEnvPaired, *c.CoresPaired}
+			compare.Judge(cs)
+			*c.MsPerEnvPaired, *c.CoresPaired = cs[0], cs[1]
+		}
 		rep.Comparisons = append(rep.Comparisons, c)
 	}
 }
@@ -58,9 +66,10 @@ func msPerEnv(s *Step) float64 { return s.CPU.MsPerEnv }
 func netCores(s *Step) float64 { return s.CPU.NetCores }
 
 // roundsPaired is the paired change of f from the baseline's steps to the
-// build's, each round a pair (both builds ran in it, back to back); nil
+// build's, each round a pair (both builds ran in it, back to back) on
+// processes of its own, so the pairs' spread holds the processes'; nil
 // with fewer than two rounds in which both steps succeeded.
-func roundsPaired(metric string, baseSteps, steps []*Step, f func(*Step) float64) *Change {
+func roundsPaired(metric string, baseSteps, steps []*Step, f func(*Step) float64) *compare.Change {
 	byRound := map[int]*Step{}
 	for _, st := range baseSteps {
 		if !st.Failed {
@@ -76,7 +85,11 @@ func roundsPaired(metric string, baseSteps, steps []*Step, f func(*Step) float64
 	if len(a) < 2 {
 		return nil
 	}
-	c := pairedChange(metric, a, b)
+	blocks := make([]int, len(a))
+	for i := range blocks {
+		blocks[i] = i
+	}
+	c := compare.Estimate(metric, compare.Pairs{Base: a, Build: b, Blocks: blocks}, compare.Options{Prior: compare.Prior{DF: math.Inf(1)}})
 	return &c
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/report"
 )
@@ -78,7 +79,7 @@ func (c *Card) kindsCompared(w io.Writer) {
 	var short []string
 	for _, k := range c.Kinds {
 		r := k.Slices
-		ch := orchestrate.Change{Verdict: orchestrate.VerdictTooFewPairs}
+		ch := compare.Change{Verdict: compare.VerdictTooFewPairs}
 		if len(r.Changes) > 0 {
 			ch = r.Changes[0]
 		}

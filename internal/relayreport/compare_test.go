@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
 	"github.com/relayload/relayload/internal/pool"
@@ -25,8 +26,8 @@ var squash = regexp.MustCompile(` +`)
 
 // sliceRun is a comparison in slices of builds a and b whose CPU per
 // envelope per pair is as given, with its change.
-func sliceRun(rate float64, ended string, a, b []float64, change orchestrate.Change) *orchestrate.SliceRun {
-	r := &orchestrate.SliceRun{Rate: rate, Baseline: "main", Build: "branch", Slice: 10 * time.Second, Ended: ended, Changes: []orchestrate.Change{change}}
+func sliceRun(rate float64, ended string, a, b []float64, change compare.Change) *orchestrate.SliceRun {
+	r := &orchestrate.SliceRun{Rate: rate, Baseline: "main", Build: "branch", Slice: 10 * time.Second, Ended: ended, Changes: []compare.Change{change}}
 	for i := range a {
 		r.Slices = append(r.Slices, orchestrate.Slice{Build: "main", Pair: i + 1, MsPerEnv: a[i]})
 		if i < len(b) {
@@ -69,15 +70,15 @@ func TestCompareMarkdown(t *testing.T) {
 	}
 	kinds := []KindCost{
 		{Kind: "errors", Slices: sliceRun(300, "budget", []float64{3.0, 3.2, 3.4}, []float64{2.6, 2.8, 3.0},
-			orchestrate.Change{Metric: "ms_per_envelope", Pairs: 3, Pct: -12.34, Low: -15.04, High: -9.46, HalfWidth: 2.9, Verdict: orchestrate.VerdictLower})},
+			compare.Change{Metric: "ms_per_envelope", Pairs: 3, Pct: -12.34, Low: -15.04, High: -9.46, HalfWidth: 2.9, Verdict: compare.VerdictLower})},
 		{Kind: "transactions", Slices: sliceRun(300, "precision", []float64{7.5, 7.4, 7.6, 7.5}, []float64{7.6, 7.4, 7.5, 7.7},
-			orchestrate.Change{Metric: "ms_per_envelope", Pairs: 4, Pct: 0.52, Low: -3.6, High: 4.8, HalfWidth: 4.1, Verdict: "no change beyond ±4.1%"})},
+			compare.Change{Metric: "ms_per_envelope", Pairs: 4, Pct: 0.52, Low: -3.6, High: 4.8, HalfWidth: 4.1, Verdict: "no change beyond ±4.1%"})},
 		// One pair whole, one slice of the next: no interval, and the
 		// medians are of the whole pair only.
 		{Kind: "logs", Slices: sliceRun(300, "failed: relay exited", []float64{1.0, 9.0}, []float64{1.2},
-			orchestrate.Change{Metric: "ms_per_envelope", Pairs: 1, Verdict: orchestrate.VerdictTooFewPairs})},
+			compare.Change{Metric: "ms_per_envelope", Pairs: 1, Verdict: compare.VerdictTooFewPairs})},
 		// No pair fitted in the budget.
-		{Kind: "sessions", Slices: sliceRun(300, "budget", nil, nil, orchestrate.Change{Metric: "ms_per_envelope", Verdict: orchestrate.VerdictTooFewPairs})},
+		{Kind: "sessions", Slices: sliceRun(300, "budget", nil, nil, compare.Change{Metric: "ms_per_envelope", Verdict: compare.VerdictTooFewPairs})},
 	}
 	for _, tc := range []struct {
 		name     string

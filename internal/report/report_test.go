@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/upstream"
 )
@@ -488,7 +489,7 @@ func TestHeadlineCeiling(t *testing.T) {
 // averages, a gap, a canary leak and a note.
 func richSample() *orchestrate.Report {
 	rep := sample()
-	rep.Comparisons[0].MsPerEnvPaired = &orchestrate.Change{Metric: "ms_per_envelope", Pairs: 3, Pct: 1.2, Low: -3.4, High: 6.0, HalfWidth: 4.8, Verdict: "no change beyond ±4.8%"}
+	rep.Comparisons[0].MsPerEnvPaired = &compare.Change{Metric: "ms_per_envelope", Pairs: 3, Pct: 1.2, Low: -3.4, High: 6.0, HalfWidth: 4.8, Verdict: "no change beyond ±4.8%"}
 	th, _ := orchestrate.ParseThresholds("cpu_ms_per_envelope>+5%")
 	rep.Gate = &orchestrate.GateResult{Baseline: "old/results.json", Compared: 2, Missing: []float64{900},
 		Breaches: []orchestrate.Breach{{Threshold: th[0], Build: "today", Rate: 500, Baseline: 3, Value: 3.3, Change: 10}}}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/orchestrate"
 )
 
@@ -30,9 +31,9 @@ func pct1(v float64) string {
 
 // changeVerdict says a paired change in words: lower or higher with its
 // interval, or the resolution the run reached.
-func changeVerdict(c orchestrate.Change) string {
+func changeVerdict(c compare.Change) string {
 	switch c.Verdict {
-	case orchestrate.VerdictLower, orchestrate.VerdictHigher:
+	case compare.VerdictLower, compare.VerdictHigher:
 		return fmt.Sprintf("%s: %s (95%% interval %s to %s)", c.Verdict, pct1(c.Pct), pct1(c.Low), pct1(c.High))
 	}
 	return c.Verdict
@@ -52,9 +53,9 @@ func sliceHeadline(rep *orchestrate.Report) string {
 		// Less CPU per envelope is faster.
 		verdict := "CPU per envelope " + changeVerdict(c)
 		switch c.Verdict {
-		case orchestrate.VerdictLower:
+		case compare.VerdictLower:
 			verdict = fmt.Sprintf("faster: CPU per envelope %s (95%% interval %s to %s)", pct1(c.Pct), pct1(c.Low), pct1(c.High))
-		case orchestrate.VerdictHigher:
+		case compare.VerdictHigher:
 			verdict = fmt.Sprintf("slower: CPU per envelope %s (95%% interval %s to %s)", pct1(c.Pct), pct1(c.Low), pct1(c.High))
 		}
 		lines = append(lines, head+fmt.Sprintf("%s; %d pairs of %s slices on %s in %s, ended by %s.",
@@ -85,31 +86,37 @@ func writeSliceRuns(w io.Writer, rep *orchestrate.Report, head, para func(string
 		}
 		t.Write(w)
 		fmt.Fprintln(w)
-		para(fmt.Sprintf("%d slices of %s on %s (both builds' Relays started afresh every %s); ended by %s after %s. "+
+		para(compare.Rule("CPU per envelope"))
+		para(fmt.Sprintf("%d slices of %s on %s (both builds' Relays started afresh every %s, the first build of each drawn at random); ended by %s after %s. "+
 			"change: the geometric mean of the per-pair ratios %s/%s, each pair the two builds back to back in alternating order; "+
-			"95%% interval: Student's t on the log ratios; a change is lower or higher only when its interval excludes no change, "+
-			"otherwise the run shows no change beyond the interval's half-width. "+
-			"CPU per envelope: each build's Relay's CPU over the whole pair (its slice, and its catch-up while the other build takes the traffic), less its idle CPU, per envelope it forwarded in the pair. "+
-			"Every metric's interval also holds what its blocks show the processes differing by, where they show more than it adds.",
+			"95%% interval: Student's t on the log ratios, on the degrees of freedom its variance rests on, holding what the blocks' processes differ by; "+
+			"a change is lower or higher only when its interval excludes no change, otherwise the run shows no change beyond the interval's half-width. "+
+			"CPU per envelope: each build's Relay's CPU over the whole pair (its slice, and its catch-up while the other build takes the traffic), less its idle CPU, per envelope it forwarded in the pair.",
 			len(r.Slices), r.Slice, processes(r.Blocks), r.Block, r.Ended, r.Took.Round(1e9), r.Build, r.Baseline))
-		if r.ProcessNoise > 0 {
-			spread := ""
-			if r.Blocks >= 3 {
-				spread = fmt.Sprintf(" This run's own blocks show ±%.2f%%", 100*r.BlockSpread)
-				if r.BlockSpread > r.ProcessNoise {
-					spread += ", more than that, which its intervals hold"
-				}
-				spread += "."
-			}
-			para(fmt.Sprintf("The intervals of CPU per envelope and cores also hold ±%.1f%% (a spread set with --process-noise) "+
-				"for what two processes of one binary differ by over their whole life, which pairs on the same processes cannot shrink; "+
-				"each block's processes are a fresh draw, so it is shared out over the blocks by their pairs.%s",
-				100*r.ProcessNoise, spread))
+		if len(r.Changes) > 0 && r.Changes[0].Pairs >= 2 {
+			para(spreadNote(r))
 		}
 		if r.Counters != "instructions" && r.Counters != "" {
 			para(fmt.Sprintf("Instructions retired were not counted (%s).", r.Counters))
 		}
 	}
+}
+
+// spreadNote says what the interval of CPU per envelope holds for the
+// processes: the run's own spread, the prior, and what they make together.
+func spreadNote(r *orchestrate.SliceRun) string {
+	c := r.Changes[0]
+	prior := fmt.Sprintf("the prior ±%.2f%% on %.1f df (%s)", 100*r.Prior.Spread, r.Prior.DF, r.Prior.Source)
+	if r.Prior.DF == 0 {
+		prior = "no prior"
+	}
+	own := "one block, so nothing of its own"
+	if c.Blocks >= 2 {
+		own = fmt.Sprintf("±%.2f%% on %d df", c.RunSpread, c.Blocks-1)
+	}
+	return fmt.Sprintf("What two processes of one binary differ by, which pairs on the same processes cannot shrink: this run's blocks show %s; with %s that makes ±%.2f%%, "+
+		"shared out over the blocks by their pairs (CPU per envelope: %.0f df, resolution ±%.1f%%). The other metrics rest on the blocks alone.",
+		own, prior, c.Spread, c.DF, c.HalfWidth)
 }
 
 // processes says how many processes per build a comparison ran.

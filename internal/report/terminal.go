@@ -260,27 +260,18 @@ func (t *terminal) comparisons() {
 	t.para(s)
 }
 
-// gate writes the thresholds crossed against a baseline run.
+// gate writes what the gate found (gateSections).
 func (t *terminal) gate() {
 	g := t.rep.Gate
 	if g == nil {
 		return
 	}
-	t.head("Against the baseline " + g.Baseline)
-	if len(g.Breaches) == 0 {
-		t.para(fmt.Sprintf("No threshold crossed (%d checks).", g.Compared))
-	} else {
-		t.para(fmt.Sprintf("%d of %d checks crossed their threshold:", len(g.Breaches), g.Compared))
-		for _, b := range g.Breaches {
-			t.item(b.String())
+	t.head(gateTitle(g))
+	for _, sec := range gateSections(g) {
+		t.para(sec.para)
+		for _, it := range sec.items {
+			t.item(it)
 		}
-	}
-	if len(g.Missing) > 0 {
-		var rates []string
-		for _, r := range g.Missing {
-			rates = append(rates, rateCell(r))
-		}
-		t.para(fmt.Sprintf("Not in the baseline, so not checked: %s.", strings.Join(rates, ", ")))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/cli"
+	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/replay"
 )
@@ -428,39 +429,86 @@ func (pg *page) perRate() {
 	pg.para(strings.Join(legend, " "))
 }
 
-// gate writes the thresholds held against a baseline run.
+// gate writes the thresholds held against a baseline run or a comparison.
 func (pg *page) gate() {
 	g := pg.rep.Gate
 	if g == nil {
 		return
 	}
-	pg.h("Against the baseline " + g.Baseline)
-	switch {
-	case len(g.Breaches) == 0:
-		fmt.Fprintf(pg.w, "No threshold crossed (%d checks).\n", g.Compared)
-	default:
-		fmt.Fprintf(pg.w, "%d of %d checks crossed their threshold:\n\n", len(g.Breaches), g.Compared)
-		for _, b := range g.Breaches {
-			fmt.Fprintln(pg.w, "- "+b.String())
+	pg.h(gateTitle(g))
+	for _, sec := range gateSections(g) {
+		fmt.Fprintln(pg.w, sec.para)
+		if len(sec.items) > 0 {
+			fmt.Fprintln(pg.w)
 		}
+		for _, it := range sec.items {
+			fmt.Fprintln(pg.w, "- "+it)
+		}
+		fmt.Fprintln(pg.w)
+	}
+}
+
+// gateTitle heads the gate's section.
+func gateTitle(g *orchestrate.GateResult) string {
+	if g.Baseline == "" {
+		return "The gate"
+	}
+	return "Against the baseline " + g.Baseline
+}
+
+// gateSection is a paragraph of the gate's section and its items.
+type gateSection struct {
+	para  string
+	items []string
+}
+
+// gateSections say what the gate found: failed comparisons, thresholds
+// crossed, thresholds it could not tell (and why), thresholds not in the
+// baseline; "no threshold crossed" only when every check was made.
+func gateSections(g *orchestrate.GateResult) []gateSection {
+	var out []gateSection
+	if len(g.Failed) > 0 {
+		out = append(out, gateSection{fmt.Sprintf("The gate failed: %d comparison(s) failed, so nothing of them was checked:", len(g.Failed)), g.Failed})
+	}
+	if len(g.Breaches) > 0 {
+		sec := gateSection{para: fmt.Sprintf("%d of %d checks crossed their threshold:", len(g.Breaches), g.Compared)}
+		for _, b := range g.Breaches {
+			sec.items = append(sec.items, b.String())
+		}
+		out = append(out, sec)
+	}
+	if len(g.Inconclusive) > 0 {
+		sec := gateSection{para: fmt.Sprintf("%d check(s) could not tell (inconclusive):", len(g.Inconclusive))}
+		for _, b := range g.Inconclusive {
+			sec.items = append(sec.items, b.String())
+		}
+		out = append(out, sec)
+	}
+	switch {
+	case len(out) > 0:
+	case g.Compared == 0:
+		out = append(out, gateSection{para: "Nothing was checked."})
+	default:
+		out = append(out, gateSection{para: fmt.Sprintf("No threshold crossed (%d checks).", g.Compared)})
 	}
 	if len(g.Missing) > 0 {
 		var rates []string
 		for _, r := range g.Missing {
 			rates = append(rates, rateCell(r))
 		}
-		fmt.Fprintf(pg.w, "\nNot in the baseline, so not checked: %s.\n", strings.Join(rates, ", "))
+		out = append(out, gateSection{para: fmt.Sprintf("Not in the baseline, so not checked: %s.", strings.Join(rates, ", "))})
 	}
+	return out
 }
 
 // noiseCell is a comparison's noise verdict with its p-value.
 // pairedCell is a paired change over rounds: the verdict, and the
 // interval of a change it calls real.
-func pairedCell(c *orchestrate.Change) string {
+func pairedCell(c *compare.Change) string {
 	if c == nil {
 		return "–"
 	}
-	if c.Verdict == orchestrate.VerdictLower || c.Verdict == orchestrate.VerdictHigher {
+	if c.Verdict == compare.VerdictLower || c.Verdict == compare.VerdictHigher {
 		return fmt.Sprintf("%s (%s to %s)", c.Verdict, pct1(c.Low), pct1(c.High))
 	}
 	return c.Verdict
