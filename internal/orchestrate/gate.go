@@ -108,6 +108,9 @@ type GateResult struct {
 	// them (IntervalGate): neither crossed nor passed at this resolution;
 	// or that had nothing measured to hold (Breach.Why says why).
 	Inconclusive []Breach `json:"inconclusive,omitempty"`
+	// Passed are the thresholds a comparison's interval was all within
+	// (IntervalGate), with the interval: the resolution the gate reached.
+	Passed []Breach `json:"passed,omitempty"`
 	// Failed are the comparisons that failed: their thresholds are
 	// neither crossed nor passed, and the gate fails.
 	Failed []string `json:"failed,omitempty"`

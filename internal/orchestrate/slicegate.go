@@ -64,6 +64,8 @@ func IntervalGate(rep *Report, ths []Threshold) (GateResult, error) {
 				g.Breaches = append(g.Breaches, b)
 			case compare.Inconclusive:
 				g.Inconclusive = append(g.Inconclusive, b)
+			default:
+				g.Passed = append(g.Passed, b)
 			}
 		}
 	}

@@ -491,6 +491,13 @@ func gateSections(g *orchestrate.GateResult) []gateSection {
 	default:
 		out = append(out, gateSection{para: fmt.Sprintf("No threshold crossed (%d checks).", g.Compared)})
 	}
+	if len(g.Passed) > 0 {
+		sec := gateSection{para: "Within their thresholds, on these intervals:"}
+		for _, b := range g.Passed {
+			sec.items = append(sec.items, b.String())
+		}
+		out = append(out, sec)
+	}
 	if len(g.Missing) > 0 {
 		var rates []string
 		for _, r := range g.Missing {
