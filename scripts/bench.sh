@@ -20,6 +20,12 @@ echo "== Go benchmarks (-count $count) → $out/go.txt"; loadavg
 go test -run '^$' -bench . -benchmem -count "$count" \
   ./envelope/ ./internal/compression/ ./internal/canary/ ./internal/statsd/ ./relayauth/ ./upstream/ ./internal/pool/ 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL)' || true
 
+# The comparison's calibration: false positives on held-out recordings and in
+# simulation, and the resolution of a 10-minute design; a failure here means
+# the verdicts lost their stated error rate.
+echo "== the comparison's calibration (internal/compare)"
+go test -run '^$' -bench 'HeldOut|SimulatedCoverage' -benchtime 1x ./internal/compare/ 2>&1 | tee "$out/compare.txt" | grep -E '^(ok|FAIL|---|\s+calibrate)' || true
+
 go build -o bin/ ./cmd/... ./internal/cmd/sinkload ./internal/cmd/blastbench
 
 echo "== fake-upstream CPU per envelope (sinkload, separate processes)"; loadavg
