@@ -249,8 +249,9 @@ func (g *GateResult) AbsoluteBreaches() []Breach {
 // with (rep.KeptUpWith; 0 when none). A figure is held only where a step
 // was judged (kept up or fell behind): a rate where every step failed or
 // none was judged (harness-limited), or where the metric is 0 (nothing
-// measured), is no pass, and neither is a rate where some step failed:
-// each is listed in Unmeasured.
+// measured), is no pass, and neither is a rate where some step failed;
+// kept_up below the limit with a rate from the limit up not judged is
+// not crossed. Each is listed in Unmeasured.
 func AbsoluteGate(rep *Report, ths []Threshold) GateResult {
 	var g GateResult
 	metrics := gateMetrics()
@@ -299,8 +300,8 @@ func judged(p *Point) bool {
 }
 
 // holdKeptUp holds kept_up<RATE against each build's highest rate kept up
-// with; a build with no rate judged (but max, which has no rate) is
-// unmeasured.
+// with; a build with no rate judged (but max, which has no rate), or
+// below RATE with a rate from RATE up not judged, is unmeasured.
 func (g *GateResult) holdKeptUp(rep *Report, th Threshold) {
 	var builds []string
 	for _, b := range rep.Setup.Builds {
@@ -319,19 +320,36 @@ func (g *GateResult) holdKeptUp(rep *Report, th Threshold) {
 			g.Unmeasured = append(g.Unmeasured, fmt.Sprintf("kept_up of %s: no rate judged (every step failed, was harness-limited or ran at max rate)", b))
 			continue
 		}
-		g.Compared++
-		if v := rep.KeptUpWith[b]; v < th.Value {
+		v := rep.KeptUpWith[b]
+		if v < th.Value {
+			// A rate at or above the limit that was not judged might have
+			// kept up: not a pass, nor crossed.
+			i := slices.IndexFunc(rep.Summary, func(p *Point) bool {
+				return p.Build == b && p.Rate != RateMax && p.Rate >= th.Value && !judged(p)
+			})
+			if i >= 0 {
+				p := rep.Summary[i]
+				g.Unmeasured = append(g.Unmeasured, fmt.Sprintf("kept_up of %s: %s not judged (%s), and no rate from %s kept up",
+					b, rateLabel(p.Rate), p.Verdict, rateLabel(th.Value)))
+				continue
+			}
 			g.Breaches = append(g.Breaches, Breach{Threshold: th, Build: b, Value: v})
 		}
+		g.Compared++
 	}
 }
 
-// NeverKeptUp lists the builds that kept up with no rate tried: some step
-// of theirs was judged, and every judged step fell behind (failed,
-// harness-limited and interrupted steps are not judged). A bisection or a
-// sweep past the capacity falls behind at some rates; only a build that
-// kept up at none is listed.
+// NeverKeptUp lists the builds of Relay that kept up with no rate tried:
+// some step of theirs was judged, and every judged step fell behind
+// (failed, harness-limited and interrupted steps are not judged). A
+// bisection or a sweep past the capacity falls behind at some rates; only
+// a build that kept up at none is listed. A sweep of the harness (no
+// Relay) lists none: its falling behind is the harness's capacity, what
+// it measures, and a busy machine's too.
 func NeverKeptUp(rep *Report) []string {
+	if rep.Harness {
+		return nil
+	}
 	kept, fell := map[string]bool{}, map[string]bool{}
 	var order []string
 	for _, st := range rep.Steps {

@@ -161,6 +161,11 @@ func TestAbsoluteGate(t *testing.T) {
 		Summary:    []*Point{point("slow", 200, VerdictFellBehind, 2000, 100), point("slow", 400, VerdictFellBehind, 3000, 100)},
 		KeptUpWith: map[string]float64{},
 	}
+	capped := &Report{
+		Setup:      Setup{Builds: []Build{{Name: "c"}}},
+		Summary:    []*Point{point("c", 100, VerdictKeptUp, 20, 100), point("c", 200, VerdictFellBehind, 2000, 150)},
+		KeptUpWith: map[string]float64{"c": 100},
+	}
 	notJudged := &Report{
 		Setup:      Setup{Builds: []Build{{Name: "h"}}},
 		Summary:    []*Point{point("h", 200, VerdictHarnessLimited, 10, 200), point("h", RateMax, VerdictKeptUp, 10, 900)},
@@ -174,10 +179,10 @@ func TestAbsoluteGate(t *testing.T) {
 		unmeasured []string
 		compared   int
 	}{
-		{"crossed", sweep, "p99>1s,kept_up<500,cpu_ms_per_envelope>+5%", []string{
-			"p99 of main at 500/s: 1.3s > 1s",
-			"kept_up of main: 200/s < 500/s (the highest rate it kept up with)",
-		}, unmeasured, 4},
+		{"crossed", sweep, "p99>1s,cpu_ms_per_envelope>+5%", []string{"p99 of main at 500/s: 1.3s > 1s"}, unmeasured, 3},
+		{"kept up below", capped, "kept_up<150", []string{"kept_up of c: 100/s < 150/s (the highest rate it kept up with)"}, nil, 1},
+		{"not judged above", sweep, "kept_up<500", nil, []string{
+			"kept_up of main: 800/s not judged (harness-limited), and no rate from 500/s kept up"}, 0},
 		{"below a floor", sweep, "forwarded_rate<250", []string{
 			"forwarded_rate of main at 200/s: 200/s < 250/s",
 		}, []string{"forwarded_rate of main at 800/s: no step judged (harness-limited)", "forwarded_rate of main at 900/s: every step failed",
@@ -241,5 +246,9 @@ func TestNeverKeptUp(t *testing.T) {
 	}
 	if got := NeverKeptUp(&Report{}); got != nil {
 		t.Errorf("no steps: %v", got)
+	}
+	harness := &Report{Harness: true, Steps: []*Step{step("harness", VerdictFellBehind)}}
+	if got := NeverKeptUp(harness); got != nil {
+		t.Errorf("the harness: %v", got)
 	}
 }
