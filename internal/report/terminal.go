@@ -260,19 +260,26 @@ func (t *terminal) comparisons() {
 	t.para(s)
 }
 
-// gate writes the thresholds crossed against a baseline run.
+// gate writes the thresholds crossed: changes against a baseline run,
+// and absolute limits.
 func (t *terminal) gate() {
 	g := t.rep.Gate
 	if g == nil {
 		return
 	}
-	t.head("Against the baseline " + g.Baseline)
+	t.head(gateTitle(g))
 	if len(g.Breaches) == 0 {
 		t.para(fmt.Sprintf("No threshold crossed (%d checks).", g.Compared))
 	} else {
 		t.para(fmt.Sprintf("%d of %d checks crossed their threshold:", len(g.Breaches), g.Compared))
 		for _, b := range g.Breaches {
 			t.item(b.String())
+		}
+	}
+	if len(g.Unmeasured) > 0 {
+		t.para(unmeasuredHead)
+		for _, u := range g.Unmeasured {
+			t.item(u)
 		}
 	}
 	if len(g.Missing) > 0 {

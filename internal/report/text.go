@@ -428,13 +428,14 @@ func (pg *page) perRate() {
 	pg.para(strings.Join(legend, " "))
 }
 
-// gate writes the thresholds held against a baseline run.
+// gate writes the thresholds held: changes against a baseline run, and
+// absolute limits.
 func (pg *page) gate() {
 	g := pg.rep.Gate
 	if g == nil {
 		return
 	}
-	pg.h("Against the baseline " + g.Baseline)
+	pg.h(gateTitle(g))
 	switch {
 	case len(g.Breaches) == 0:
 		fmt.Fprintf(pg.w, "No threshold crossed (%d checks).\n", g.Compared)
@@ -444,6 +445,12 @@ func (pg *page) gate() {
 			fmt.Fprintln(pg.w, "- "+b.String())
 		}
 	}
+	if len(g.Unmeasured) > 0 {
+		fmt.Fprintf(pg.w, "\n%s\n\n", unmeasuredHead)
+		for _, u := range g.Unmeasured {
+			fmt.Fprintln(pg.w, "- "+u)
+		}
+	}
 	if len(g.Missing) > 0 {
 		var rates []string
 		for _, r := range g.Missing {
@@ -451,6 +458,19 @@ func (pg *page) gate() {
 		}
 		fmt.Fprintf(pg.w, "\nNot in the baseline, so not checked: %s.\n", strings.Join(rates, ", "))
 	}
+}
+
+// unmeasuredHead introduces the limits AbsoluteGate could not hold.
+const unmeasuredHead = "Not held, for want of a figure (neither passed nor crossed):"
+
+// gateTitle is the gate section's title: against a baseline run, or the
+// thresholds of --fail-on when there is none (limits, or a comparison's
+// own intervals).
+func gateTitle(g *orchestrate.GateResult) string {
+	if g.Baseline != "" {
+		return "Against the baseline " + g.Baseline
+	}
+	return "Thresholds (--fail-on)"
 }
 
 // noiseCell is a comparison's noise verdict with its p-value.
