@@ -518,7 +518,9 @@ func TestOutputWidth(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"--relay-bin", relay, "--relay-config", conf, "--rates", "50,400", "--duration", "2s", "--warmup", "500ms",
 		"--idle", "0s", "--drain-timeout", "3s", "--projects", "5", "--pool", "200", "--out", filepath.Join(dir, "out")}, &stdout, &stderr)
-	if code != 0 {
+	// On a loaded machine the first step may be harness-limited: then no
+	// rate kept up, and the run exits 1 saying so.
+	if code != 0 && (code != 1 || !strings.Contains(stderr.String(), "orchestrate: Relay kept up with no rate tried")) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 	for name, out := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String()} {
