@@ -218,7 +218,7 @@ func (o *options) gate(cfg orchestrate.Config) (gate, error) {
 	case g.thresholds != nil && o.baseline == "" && !cfg.Slices:
 		return g, cli.Usagef("--fail-on needs --baseline, or --compare in slices (the gate then holds the change's interval against it), for %q; a limit such as p99>1s needs neither", g.thresholds[0].Spec)
 	case g.thresholds == nil && o.baseline != "":
-		return g, cli.Usagef("--baseline needs a change among --fail-on's thresholds, such as p99>+20%%: %q holds limits, no baseline", o.failOn)
+		return g, cli.Usagef("--baseline needs a change among --fail-on's thresholds, such as p99>+20%%; %q has only limits, which need no baseline", o.failOn)
 	case g.limits != nil && cfg.Slices:
 		return g, cli.Usagef("--fail-on %q: a limit holds the figures of steps, and a comparison in slices runs none (--compare-in steps does)", g.limits[0].Spec)
 	case o.baseline == "":

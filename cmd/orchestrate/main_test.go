@@ -66,7 +66,7 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		{[]string{"--rates", "100", "--fail-on", "p99>5"}, `--fail-on: "p99>5": p99 takes a change (p99>+5%) or a limit: a duration such as 250ms or 1s`},
 		{[]string{"--rates", "100", "--fail-on", "kept_up>100"}, `--fail-on: "kept_up>100": kept_up takes < only`},
 		{[]string{"--rates", "100", "--fail-on", "kept_up<100,p99>+20%"}, `--fail-on needs --baseline, or --compare in slices (the gate then holds the change's interval against it), for "p99>+20%"; a limit such as p99>1s needs neither`},
-		{[]string{"--rates", "100", "--baseline", "/nonexistent.json", "--fail-on", "p99>1s"}, `--baseline needs a change among --fail-on's thresholds, such as p99>+20%: "p99>1s" holds limits, no baseline`},
+		{[]string{"--rates", "100", "--baseline", "/nonexistent.json", "--fail-on", "p99>1s"}, `--baseline needs a change among --fail-on's thresholds, such as p99>+20%; "p99>1s" has only limits, which need no baseline`},
 		{[]string{"--rates", "100", "--relay-bin", "/bin/true", "--compare", "b=/bin/true", "--fail-on", "cpu_ms_per_envelope>+5%,p99>1s"}, `--fail-on "p99>1s": a limit holds the figures of steps, and a comparison in slices runs none (--compare-in steps does)`},
 	}
 	for _, tc := range tests {
@@ -322,7 +322,8 @@ func TestPerfMissing(t *testing.T) {
 }
 
 // TestFailOn: --baseline with --fail-on exits 1 when a threshold is
-// crossed and 0 when none is, like a CI gate.
+// crossed and 0 when none is, like a CI gate; so do limits, with no
+// baseline.
 func TestFailOn(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--rates", "200", "--duration", "1s", "--warmup", "200ms", "--idle", "0s", "--projects", "5", "--pool", "100", "--quiet"}
@@ -362,6 +363,28 @@ func TestFailOn(t *testing.T) {
 		code := run(append(args, "--baseline", write(tc.name+".json", tc.ms), "--fail-on", "cpu_ms_per_envelope>+5%"), &stdout, &stderr)
 		if code != tc.code || !strings.Contains(stderr.String(), tc.contains) || !strings.Contains(stdout.String(), "Against the baseline") {
 			t.Errorf("%s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", tc.name, code, tc.code, stdout.String(), stderr.String())
+		}
+	}
+	// Limits need no baseline. (The harness's steps are judged: kept up,
+	// or fell behind when the machine is busy; harness-limited only when
+	// orchestrate itself got no CPU for a second, and then not held.)
+	for _, tc := range []struct {
+		failOn   string
+		code     int
+		contains string
+	}{
+		{"p99>1h,peak_rss>64GiB", 0, ""},
+		{"p99>1ns", 1, "orchestrate: limit crossed: p99 of harness at 200/s: "},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		code := run(append(args, "--fail-on", tc.failOn), &stdout, &stderr)
+		if code == 3 && strings.Contains(stderr.String(), "no step judged (harness-limited)") {
+			t.Logf("--fail-on %s: the step was harness-limited on this machine", tc.failOn)
+			continue
+		}
+		if code != tc.code || !strings.Contains(stderr.String(), tc.contains) || !strings.Contains(stdout.String(), "Thresholds (--fail-on)") {
+			t.Errorf("--fail-on %s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", tc.failOn, code, tc.code, stdout.String(), stderr.String())
 		}
 	}
 	stderr.Reset()

@@ -129,13 +129,13 @@ func ParseThresholds(spec string) ([]Threshold, error) {
 		if i <= 0 {
 			return nil, configerr.Errorf("FailOn", "%q: %s", part, thresholdForms)
 		}
-		th := Threshold{Metric: part[:i], Op: part[i], Spec: part}
+		th := Threshold{Metric: strings.TrimSpace(part[:i]), Op: part[i], Spec: part}
 		_, known := metrics[th.Metric]
 		if !known && th.Metric != keptUp {
 			return nil, configerr.Errorf("FailOn", "%q: unknown metric %q (want one of %s)", part, th.Metric,
 				strings.Join(slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(metrics)), keptUp))), ", "))
 		}
-		limit := part[i+1:]
+		limit := strings.TrimSpace(part[i+1:])
 		num, pct := strings.CutSuffix(limit, "%")
 		if pct {
 			v, err := strconv.ParseFloat(num, 64)

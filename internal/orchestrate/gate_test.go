@@ -36,9 +36,10 @@ func TestParseThresholds(t *testing.T) {
 		{"accepted_rate<400/s", '<', 400},
 		{"kept_up<500", '<', 500},
 		{"kept_up<500/s", '<', 500},
+		{"p99 > 1s", '>', 1000},
 	} {
 		ths, err := ParseThresholds(tc.spec)
-		want := Threshold{Metric: tc.spec[:strings.IndexAny(tc.spec, "<>")], Op: tc.op, Spec: tc.spec, Abs: true, Value: tc.value}
+		want := Threshold{Metric: strings.TrimSpace(tc.spec[:strings.IndexAny(tc.spec, "<>")]), Op: tc.op, Spec: tc.spec, Abs: true, Value: tc.value}
 		if err != nil || len(ths) != 1 || ths[0] != want {
 			t.Errorf("%q: %+v %v, want %+v", tc.spec, ths, err, want)
 		}
