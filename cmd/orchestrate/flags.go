@@ -88,8 +88,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 0, "blast's per-request timeout; 0: blast's default")
 	fs.StringVar(&o.out, "out", "", "write report.md (every table), results.json, results.csv and SVG charts into `DIR` (checked before the run; an earlier report's files there are replaced, other files left alone)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
-	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's results.json `FILE` to hold this one against (with --fail-on)")
-	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 if a figure changed beyond a `THRESHOLD`, e.g. 'cpu_ms_per_envelope>+5%,forwarded_rate<-5%': with --compare in slices, when the change's whole 95% interval is beyond it (exit 3 when the interval straddles it); with --baseline, when the median moved past it")
+	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's results.json `FILE` to hold this one against (with a change in --fail-on)")
+	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 when a figure crosses a `THRESHOLD` (comma-separated). A limit, held at every rate: e.g. 'p99>1s,cpu_ms_per_envelope>5,peak_rss>800MiB', or kept_up<500: crossed unless a rate of 500/s or more kept up; exit 3 when a rate has no figure to hold. A change: e.g. 'cpu_ms_per_envelope>+5%,forwarded_rate<-5%', with --compare in slices when the change's whole 95% interval is beyond it (exit 3 when the interval straddles it), with --baseline when the median moved past it")
 	fs.Var(&o.compare, "compare", "another build, `NAME=BIN[:CONFIG.yml]` (CONFIG.yml is merged into its Relay's config; its relayload: section sets inbound_filters for its fake upstream), compared with --relay-bin")
 	fs.StringVar(&o.compareIn, "compare-in", "", "how --compare runs: `slices` (both Relays started afresh every --block, traffic alternating in ABBA pairs of --slice until --precision or --budget; the default) or steps (a fresh Relay per step and round; the default with --rounds, --find-max or --fault)")
 	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare in slices: how long each build takes the traffic in turn")
@@ -123,11 +123,12 @@ var help = cli.Help{
 		{Title: "Fake upstream", Flags: []string{"quota", "quotas", "inbound-filters", "fault"}},
 		{Title: "Verdict", Flags: []string{"max-p99", "max-catch-up", "find-max", "find-max-probes", "warmup-timeout",
 			"drain-timeout"}},
-		{Title: "Comparing builds", Flags: []string{"compare", "compare-in", "slice", "block", "precision", "process-noise", "budget", "fail-on", "baseline"}},
+		{Title: "Comparing builds", Flags: []string{"compare", "compare-in", "slice", "block", "precision", "process-noise", "budget"}},
+		{Title: "CI gate", Flags: []string{"fail-on", "baseline"}},
 		{Title: "Profiles and Relay's metrics", Flags: []string{"perf", "call-graph", "perf-harness", "statsd", "statsd-listen", "statsd-metric"}},
 		{Title: "Output", Flags: []string{"out", "quiet", "keep"}},
 	},
-	After: "Exit status: 0 all steps ran, 1 some step failed or a --fail-on threshold was crossed, 2 bad usage, 3 inconclusive (a --fail-on threshold inside the interval of a comparison in slices: rerun with a larger --budget), 130 interrupted.",
+	After: "Exit status: 0 all steps ran, 1 some step failed, a --fail-on threshold was crossed or --relay-bin kept up with no rate tried (every step judged fell behind), 2 bad usage, 3 inconclusive (a --fail-on threshold inside the interval of a comparison in slices: rerun with a larger --budget; a --fail-on limit with no figure at a rate), 130 interrupted.",
 }
 
 // flagNames maps orchestrate.Config fields to the flags that set them, so
@@ -192,22 +193,40 @@ func (o *options) config() (orchestrate.Config, error) {
 	return cfg, o.specs(&cfg)
 }
 
-// gate reads --baseline and parses --fail-on (both or neither).
-func (o *options) gate(cfg orchestrate.Config) (*orchestrate.Report, []orchestrate.Threshold, error) {
+// gate reads --baseline and parses --fail-on: its changes need --baseline
+// or a comparison in slices (and --baseline needs a change), its absolute
+// limits need neither.
+func (o *options) gate(cfg orchestrate.Config) (gate, error) {
+	g := gate{path: o.baseline}
 	switch {
 	case o.baseline != "" && o.failOn == "":
-		return nil, nil, cli.Usagef("--baseline needs --fail-on")
+		return g, cli.Usagef("--baseline needs --fail-on")
 	case o.failOn == "":
-		return nil, nil, nil
-	case o.baseline == "" && !cfg.Slices:
-		return nil, nil, cli.Usagef("--fail-on needs --baseline, or --compare in slices (the gate then holds the change's interval against it)")
+		return g, nil
 	}
 	ths, err := orchestrate.ParseThresholds(o.failOn)
-	if err != nil || o.baseline == "" {
-		return nil, ths, err
+	if err != nil {
+		return g, err
 	}
-	base, err := orchestrate.ReadReport(o.baseline)
-	return base, ths, err
+	for _, th := range ths {
+		if th.Abs {
+			g.limits = append(g.limits, th)
+		} else {
+			g.thresholds = append(g.thresholds, th)
+		}
+	}
+	switch {
+	case g.thresholds != nil && o.baseline == "" && !cfg.Slices:
+		return g, cli.Usagef("--fail-on needs --baseline, or --compare in slices (the gate then holds the change's interval against it), for %q; a limit such as p99>1s needs neither", g.thresholds[0].Spec)
+	case g.thresholds == nil && o.baseline != "":
+		return g, cli.Usagef("--baseline needs a change among --fail-on's thresholds, such as p99>+20%%; %q has only limits, which need no baseline", o.failOn)
+	case g.limits != nil && cfg.Slices:
+		return g, cli.Usagef("--fail-on %q: a limit holds the figures of steps, and a comparison in slices runs none (--compare-in steps does)", g.limits[0].Spec)
+	case o.baseline == "":
+		return g, nil
+	}
+	g.base, err = orchestrate.ReadReport(o.baseline)
+	return g, err
 }
 
 // rateList parses --rates.

@@ -53,8 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg, err = o.config()
 	}
 	if err == nil {
-		g.base, g.thresholds, err = o.gate(cfg)
-		g.path = o.baseline
+		g, err = o.gate(cfg)
 	}
 	if err == nil && o.out != "" {
 		// Before anything runs: a sweep's results are not lost to an
@@ -90,11 +89,13 @@ func warnRelayConfig(prog string, c relayconfig.Config, stderr io.Writer) {
 	}
 }
 
-// gate is --baseline and --fail-on.
+// gate is --baseline and --fail-on: its changes (thresholds) and its
+// absolute limits.
 type gate struct {
 	base       *orchestrate.Report
 	path       string
 	thresholds []orchestrate.Threshold
+	limits     []orchestrate.Threshold
 }
 
 // sweep runs the sweep and writes its report; SIGINT/SIGTERM end it with a
@@ -117,6 +118,13 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		res, err := orchestrate.IntervalGate(rep, g.thresholds)
 		if err != nil {
 			return cli.Exit("orchestrate", err, stderr, flagNames())
+		}
+		rep.Gate = &res
+	}
+	if g.limits != nil && !rep.Interrupted {
+		res := orchestrate.AbsoluteGate(rep, g.limits)
+		if rep.Gate != nil {
+			res = rep.Gate.Join(res)
 		}
 		rep.Gate = &res
 	}
@@ -144,6 +152,15 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 	case rep.Gate != nil && len(rep.Gate.Failed) > 0:
 		fmt.Fprintf(stderr, "orchestrate: the gate failed: %s\n", strings.Join(rep.Gate.Failed, "; "))
 		return cli.Failed
+	case rep.Gate != nil && len(rep.Gate.AbsoluteBreaches()) > 0:
+		limits := rep.Gate.AbsoluteBreaches()
+		for _, b := range limits {
+			fmt.Fprintf(stderr, "orchestrate: limit crossed: %s\n", b)
+		}
+		if n := len(rep.Gate.Breaches) - len(limits); n > 0 {
+			fmt.Fprintf(stderr, "orchestrate: and %d change(s) beyond their threshold (see the report)\n", n)
+		}
+		return cli.Failed
 	case rep.Gate != nil && len(rep.Gate.Breaches) > 0:
 		against := g.path
 		if against == "" {
@@ -151,6 +168,19 @@ func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stder
 		}
 		fmt.Fprintf(stderr, "orchestrate: %d threshold(s) crossed against %s\n", len(rep.Gate.Breaches), against)
 		return cli.Failed
+	case orchestrate.NeverKeptUp(rep) != nil:
+		line := "orchestrate: Relay kept up with no rate tried"
+		if len(rep.Setup.Builds) > 1 {
+			line += ": " + strings.Join(orchestrate.NeverKeptUp(rep), ", ")
+		}
+		fmt.Fprintln(stderr, line)
+		return cli.Failed
+	case rep.Gate != nil && len(rep.Gate.Unmeasured) > 0:
+		for _, u := range rep.Gate.Unmeasured {
+			fmt.Fprintf(stderr, "orchestrate: inconclusive: %s\n", u)
+		}
+		fmt.Fprintln(stderr, "orchestrate: a --fail-on limit had no figure to hold (exit 3)")
+		return cli.Inconclusive
 	case rep.Gate != nil && len(rep.Gate.Inconclusive) > 0:
 		for _, b := range rep.Gate.Inconclusive {
 			fmt.Fprintf(stderr, "orchestrate: inconclusive: %s\n", b)

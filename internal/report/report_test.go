@@ -774,3 +774,32 @@ func TestSetupUserAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestGateLimits: absolute limits, with no baseline, read as what was
+// measured against the limit, in report.md and in the summary, and so do
+// the rates that had no figure to hold.
+func TestGateLimits(t *testing.T) {
+	rep := sample()
+	rep.Summary = append(rep.Summary, &orchestrate.Point{Build: "fast", Rate: 900, Runs: 1, Failed: 1, Verdict: orchestrate.VerdictFailed})
+	ths, err := orchestrate.ParseThresholds("p99>1s,kept_up<300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := orchestrate.AbsoluteGate(rep, ths)
+	rep.Gate = &g
+	want := []string{
+		"Thresholds (--fail-on)", "2 of 7 checks crossed their threshold",
+		"- p99 of today at 500/s: 2s > 1s", "- kept_up of today: 200/s < 300/s (the highest rate it kept up with)",
+		"Not held, for want of a figure (neither passed nor crossed):", "- p99 of fast at 900/s: every step failed",
+	}
+	for name, out := range map[string]string{"report.md": full(t, rep), "summary": summaryOf(rep, "")} {
+		for _, w := range want {
+			if !strings.Contains(flat(out), w) {
+				t.Errorf("%s lacks %q:\n%s", name, w, out)
+			}
+		}
+		if strings.Contains(out, "Against the baseline") {
+			t.Errorf("%s names a baseline:\n%s", name, out)
+		}
+	}
+}

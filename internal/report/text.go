@@ -448,13 +448,18 @@ func (pg *page) gate() {
 	}
 }
 
-// gateTitle heads the gate's section.
+// gateTitle is the gate section's title: against a baseline run, or the
+// thresholds of --fail-on when there is none (limits, or a comparison's
+// own intervals).
 func gateTitle(g *orchestrate.GateResult) string {
-	if g.Baseline == "" {
-		return "The gate"
+	if g.Baseline != "" {
+		return "Against the baseline " + g.Baseline
 	}
-	return "Against the baseline " + g.Baseline
+	return "Thresholds (--fail-on)"
 }
+
+// unmeasuredHead introduces the limits AbsoluteGate could not hold.
+const unmeasuredHead = "Not held, for want of a figure (neither passed nor crossed):"
 
 // gateSection is a paragraph of the gate's section and its items.
 type gateSection struct {
@@ -483,6 +488,9 @@ func gateSections(g *orchestrate.GateResult) []gateSection {
 			sec.items = append(sec.items, b.String())
 		}
 		out = append(out, sec)
+	}
+	if len(g.Unmeasured) > 0 {
+		out = append(out, gateSection{unmeasuredHead, g.Unmeasured})
 	}
 	switch {
 	case len(out) > 0:
