@@ -161,6 +161,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 				sls[i].Block = block
 				c.Slices = append(c.Slices, sls[i])
 			}
+			r.prog.slices(c, block, pair, PhasePairs)
 			pairTook = time.Since(t0)
 			if cfg.Precision > 0 {
 				if ch, _ := c.pairedChanges(); ch[0].Pairs >= MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
@@ -175,6 +176,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 			break
 		}
 		t0 := time.Now()
+		r.prog.slices(c, block, pair, PhaseStarting)
 		bs, stop, err := r.startSliceBlock(ctx, c, rate, block)
 		if err != nil {
 			c.Ended = r.sliceEnd(ctx, "failed: "+err.Error())
