@@ -86,7 +86,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxInflight, "max-inflight", 0, "blast's in-flight cap; 0: blast's default")
 	fs.DurationVar(&o.timeout, "timeout", 0, "blast's per-request timeout; 0: blast's default")
 	fs.StringVar(&o.out, "out", "", "write report.md (every table), results.json, results.csv and SVG charts into `DIR` (checked before the run; an earlier report's files there are replaced, other files left alone)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines and no status line on stderr")
 	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's results.json `FILE` to hold this one against (with --fail-on)")
 	fs.StringVar(&o.failOn, "fail-on", "", "exit 1 if a figure changed beyond a `THRESHOLD`, e.g. 'cpu_ms_per_envelope>+5%,forwarded_rate<-5%': with --compare in slices, when the change's whole 95% interval is beyond it (exit 3 when the interval straddles it); with --baseline, when the median moved past it")
 	fs.Var(&o.compare, "compare", "another build, `NAME=BIN[:CONFIG.yml]` (CONFIG.yml is merged into its Relay's config; its relayload: section sets inbound_filters for its fake upstream), compared with --relay-bin")
