@@ -315,7 +315,7 @@ func TestDescribe(t *testing.T) {
 		{"step in its window", "", orchestrate.Progress{Step: 3, Steps: 8, Build: "main", Rate: 500, Phase: "measured window",
 			Sending: 498.4, SendingKnown: true, Cores: 0.414, CoresKnown: true, Elapsed: time.Minute, Remaining: 3 * time.Minute},
 			Status{Head: "step 3/8 main 500/s", Elapsed: time.Minute, Remaining: 3 * time.Minute,
-				Detail: "measured window: sending 498/s, Relay 0.41 cores"}},
+				Detail: "measured window: blast 498/s, Relay 0.41 cores"}},
 		{"harness draining", "", orchestrate.Progress{Step: 1, Steps: 2, Build: "harness", Rate: 200, Harness: true, Phase: "drain",
 			Cores: 0.2, CoresKnown: true, Remaining: -1},
 			Status{Head: "step 1/2 harness 200/s", Remaining: -1, Detail: "drain: harness 0.20 cores"}},

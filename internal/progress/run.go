@@ -13,7 +13,7 @@ import (
 // if not empty, names the part of a larger run (relay-report's sections).
 //
 // A sweep reads "step 3/8 main 500/s · 1m05s, ~3m20s left · measured
-// window: sending 498/s, Relay 0.41 cores"; a comparison in slices reads
+// window: blast 498/s, Relay 0.41 cores"; a comparison in slices reads
 // "block 2 pair 14 pr vs main 500/s · 4m10s, ≤5m50s left · CPU per
 // envelope +1.2% ±3.4%".
 func Describe(section string, p orchestrate.Progress) Status {
@@ -41,7 +41,7 @@ func Describe(section string, p orchestrate.Progress) Status {
 		head = append(head, fmt.Sprintf("step %d/%s", p.Step, steps), p.Build, rate(p.Rate))
 		var live []string
 		if p.SendingKnown {
-			live = append(live, fmt.Sprintf("sending %.0f/s", p.Sending))
+			live = append(live, fmt.Sprintf("blast %.0f/s", p.Sending))
 		}
 		if p.CoresKnown {
 			proc := "Relay"
