@@ -95,7 +95,7 @@ func Detect(w io.Writer) Options {
 }
 
 // Line is one status line on a writer. Its methods may be called from any
-// goroutine; a nil *Line does nothing.
+// goroutine; Update and Close do nothing on a nil *Line.
 type Line struct {
 	w     io.Writer
 	o     Options
