@@ -26,6 +26,8 @@ build:
 # -p 3: much of the suite waits on real processes, sockets and timers (about
 # 1.2 of 2 cores busy with -p 2), so three packages run at once.
 test:
+	@echo "make test: the whole suite, uncached, takes about 4-6 minutes on a 2-CPU machine (longer while"
+	@echo "           it is busy); a line per package comes as the packages finish, long gaps are normal."
 	$(GO) test -p 3 -race -count=1 -parallel 4 -timeout 15m $(PKGS)
 
 interop:

@@ -22,6 +22,7 @@ import (
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
+	"github.com/relayload/relayload/internal/progress"
 	"github.com/relayload/relayload/internal/report"
 )
 
@@ -65,11 +66,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}
-	if !o.quiet {
-		cfg.Log = cli.WrapLines(stderr, cli.Width)
-	}
 	warnRelayConfig("orchestrate", cfg.RelayConfig, stderr)
-	return sweep(cfg, g, o.out, o.quiet, stdout, stderr)
+	var status *progress.Line
+	if !o.quiet {
+		status = progress.New(stderr, progress.Detect(stderr))
+		cfg.Log = cli.WrapLines(status.Writer(), cli.Width)
+		cfg.Progress = func(p orchestrate.Progress) { status.Update(progress.Describe("", p)) }
+	}
+	return sweep(cfg, g, o.out, o.quiet, status, stdout, stderr)
 }
 
 // names are the files' base names, comma-separated.
@@ -99,12 +103,14 @@ type gate struct {
 }
 
 // sweep runs the sweep and writes its report; SIGINT/SIGTERM end it with a
-// partial report.
-func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, stdout, stderr io.Writer) int {
+// partial report. The status line (nil with --quiet) is closed when the
+// sweep ends, before anything else is printed.
+func sweep(cfg orchestrate.Config, g gate, out string, quiet bool, status *progress.Line, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	rep, err := orchestrate.Run(ctx, cfg)
+	status.Close()
 	if rep == nil {
 		return cli.Exit("orchestrate", err, stderr, flagNames())
 	}

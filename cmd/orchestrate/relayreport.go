@@ -14,6 +14,7 @@ import (
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/orchestrate"
 	"github.com/relayload/relayload/internal/orchestrate/relayconfig"
+	"github.com/relayload/relayload/internal/progress"
 	"github.com/relayload/relayload/internal/relayreport"
 	"github.com/relayload/relayload/internal/report"
 )
@@ -61,7 +62,7 @@ func defineRelayReport(fs *flag.FlagSet) rrFlags {
 		kindRate:  fs.Float64("kind-rate", 300, "`RATE` of the cost-per-kind steps, envelopes per second"),
 		envelopes: fs.String("envelopes", "", "replay the recorded *.envelope files in `DIR` (a fake-upstream --capture or a blast --dump) in every section instead of generated envelopes: each kind found is costed on its own"),
 		perf:      fs.Bool("perf", false, "record the errors step with perf and break its CPU down (the baseline only, with --compare)"),
-		quiet:     fs.Bool("quiet", false, "no progress lines on stderr"),
+		quiet:     fs.Bool("quiet", false, "no progress lines and no status line on stderr"),
 		conf:      fs.String("relay-config", "", "YAML `FILE` merged into every step's generated config.yml (null removes a key)"),
 		compare:   fs.String("compare", "", "a second build, `NAME=BIN[:CONFIG.yml]` (CONFIG.yml merged into its Relay's config; a relayload: section sets inbound_filters for its fake upstream), reported side by side with --relay-bin"),
 		slice:     fs.Duration("slice", orchestrate.DefaultSlice, "with --compare: how long each build takes a kind's traffic in turn"),
@@ -83,13 +84,17 @@ func runRelayReport(args []string, stdout, stderr io.Writer) int {
 		return cli.Exit(prog, err, stderr, relayReportFlags())
 	}
 	warnRelayConfig(prog, o.RelayConfig, stderr)
-	o.Log = stderr
-	if quiet {
-		o.Log = io.Discard
+	o.Log = io.Discard
+	var status *progress.Line
+	if !quiet {
+		status = progress.New(stderr, progress.Detect(stderr))
+		o.Log = status.Writer()
+		o.Progress = func(section string, p orchestrate.Progress) { status.Update(progress.Describe(section, p)) }
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	card, err := relayreport.Run(ctx, o)
+	status.Close()
 	if card == nil {
 		return cli.Exit(prog, err, stderr, relayReportFlags())
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayload/relayload/internal/configerr"
@@ -95,6 +96,9 @@ type Config struct {
 	// Progress, if set, receives one line per second: rate, sent, errors,
 	// dropped and the latency p99 of the last complete second.
 	Progress io.Writer
+	// Sent, if set, counts every request as it completes (answered or
+	// failed), so that a caller can watch the rate while the run goes on.
+	Sent *atomic.Int64
 
 	clock clock // nil: real time; tests inject a fake
 }

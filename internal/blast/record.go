@@ -71,6 +71,9 @@ func (rec *recorder) record(r *runner, j job, kind uint8, sentAt, doneAt time.Du
 	latency := doneAt - j.intended
 	ok := err == nil && status >= 200 && status < 300
 	r.pSent.Add(1)
+	if c := r.cfg.Sent; c != nil {
+		c.Add(1)
+	}
 	if err != nil {
 		r.pErr.Add(1)
 	}

@@ -245,13 +245,18 @@ func TestRunRate(t *testing.T) {
 func TestRunWarmup(t *testing.T) {
 	srv := newCountingServer(t)
 	p := testPool(t, 30, compression.Identity)
-	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 1000, Warmup: 200 * time.Millisecond, Count: 300, Timeout: exact})
+	var sent atomic.Int64
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 1000, Warmup: 200 * time.Millisecond, Count: 300, Timeout: exact, Sent: &sent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkInvariants(t, res)
 	if res.WarmupSent+res.WarmupDropped != 200 || res.Sent+res.Dropped != 300 || srv.n.Load() != res.WarmupSent+res.Sent || res.WarmupOK != res.WarmupSent {
 		t.Fatalf("warm-up %d+%d, measured %d+%d, server %d", res.WarmupSent, res.WarmupDropped, res.Sent, res.Dropped, srv.n.Load())
+	}
+	// Config.Sent counted every request, the warm-up's too.
+	if sent.Load() != res.WarmupSent+res.Sent {
+		t.Errorf("Config.Sent counted %d, want %d+%d", sent.Load(), res.WarmupSent, res.Sent)
 	}
 	if res.Elapsed < 300*time.Millisecond || res.Warmup != 200*time.Millisecond {
 		t.Errorf("elapsed %v warmup %v", res.Elapsed, res.Warmup)

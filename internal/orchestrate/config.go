@@ -202,6 +202,11 @@ type Config struct {
 	WorkDir string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
+	// Progress, if set, is called with where the run stands as each step,
+	// phase or pair of slices begins and about once a second between (for
+	// a status line: package progress). Its calls never overlap, and none
+	// comes after Run returns; it must return quickly.
+	Progress func(Progress)
 
 	// settle overrides how long forwarding and outcomes must stand still
 	// for the drain to end (tests shorten it).

@@ -39,6 +39,8 @@ type runner struct {
 	mu    sync.Mutex
 	notes []string
 	logMu sync.Mutex // a comparison in slices starts its two builds at once
+
+	prog *tracker // nil without Config.Progress
 }
 
 func (r *runner) logf(format string, a ...any) {
@@ -67,6 +69,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopProgress := r.prog.run()
+	defer stopProgress()
 	harnessCPUs, restore, err := r.pinHarness()
 	if err != nil {
 		return nil, err
@@ -111,7 +115,7 @@ func newRunner(cfg Config) (*runner, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	r := &runner{cfg: cfg}
+	r := &runner{cfg: cfg, prog: newTracker(cfg, time.Now())}
 	for _, b := range cfg.Builds {
 		if b.Bin == "" {
 			continue
@@ -267,6 +271,7 @@ func (r *runner) sweep(ctx context.Context, rep *Report) {
 	}
 	if cfg.FindMax {
 		r.nSteps = len(cfg.Builds) * cfg.FindMaxProbes
+		r.prog.plan(r.nSteps, true)
 		for _, b := range cfg.Builds {
 			if ctx.Err() != nil {
 				return
@@ -276,17 +281,20 @@ func (r *runner) sweep(ctx context.Context, rep *Report) {
 		return
 	}
 	if cfg.Slices {
-		for _, rate := range cfg.Rates {
+		budget := cfg.Budget / time.Duration(len(cfg.Rates))
+		for i, rate := range cfg.Rates {
 			if ctx.Err() != nil {
 				return
 			}
-			if c := r.compareSlices(ctx, rep, rate, cfg.Budget/time.Duration(len(cfg.Rates))); strings.HasPrefix(c.Ended, "failed") {
+			r.prog.beginRate(budget, budget*time.Duration(len(cfg.Rates)-1-i))
+			if c := r.compareSlices(ctx, rep, rate, budget); strings.HasPrefix(c.Ended, "failed") {
 				rep.Failed++
 			}
 		}
 		return
 	}
 	r.nSteps = len(cfg.Builds) * len(cfg.Rates) * cfg.Rounds
+	r.prog.plan(r.nSteps, false)
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, rate := range cfg.Rates {
 			// Alternate the order of builds from round to round, so that

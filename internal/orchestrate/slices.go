@@ -163,6 +163,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 				sls[i].Block = block
 				c.Slices = append(c.Slices, sls[i])
 			}
+			r.prog.slices(c, block, pair, PhasePairs)
 			pairTook = time.Since(t0)
 			if cfg.Precision > 0 {
 				if ch := c.PairedChanges(); ch[0].Pairs >= compare.MinPairs && ch[0].HalfWidth <= cfg.Precision*100 {
@@ -181,6 +182,7 @@ func (r *runner) compareSlices(ctx context.Context, rep *Report, rate float64, b
 		// neither is always first at a block's edges (or in its start).
 		first := rand.IntN(2)
 		c.First = append(c.First, cfg.Builds[first].Name)
+		r.prog.slices(c, block, pair, PhaseStarting)
 		bs, stop, err := r.startSliceBlock(ctx, c, rate, block, first)
 		if err != nil {
 			c.Ended = r.sliceEnd(ctx, "failed: "+err.Error())

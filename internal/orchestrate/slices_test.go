@@ -38,6 +38,7 @@ func TestStandinSlices(t *testing.T) {
 	cfg.WorkDir = t.TempDir()
 	var log strings.Builder
 	cfg.Log = &log
+	prog := recordProgress(&cfg)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,7 @@ func TestStandinSlices(t *testing.T) {
 	if run.Ended != "budget" || run.Pairs() < 4 || run.Blocks < 2 || run.Took > 60*time.Second {
 		t.Fatalf("ended %q after %d pairs in %d blocks in %s", run.Ended, run.Pairs(), run.Blocks, run.Took)
 	}
+	checkSlicesProgress(t, prog.calls(t), run, cfg.Budget)
 	ok, forwarded := map[string]int64{}, map[string]int64{}
 	pairsIn := map[int]int{}
 	other := map[string]string{"a": "b", "b": "a"}

@@ -74,6 +74,7 @@ type step struct {
 	watch      watch
 	blastStart time.Time
 	atBlast    relayproc.Sample // sampler reading at blast's start
+	sent       atomic.Int64     // blast's requests so far (the status line's rate)
 	res        *blast.Result
 	blastEnd   time.Time
 	faults     faultWatch
@@ -93,6 +94,8 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	st.Started = time.Now()
 	st.LoadAvg[0] = relayproc.LoadAvg1()
 	s := newStep(ctx, r, st, b)
+	r.prog.beginStep(s)
+	defer r.prog.endStep(s)
 	defer func() {
 		s.close()
 		st.Took = time.Since(st.Started)
@@ -108,6 +111,7 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 		}
 	}()
 	for _, ph := range s.phases() {
+		r.prog.phase(s, ph.name)
 		if err := ph.run(); err != nil {
 			s.fail(ph.name, err)
 			if s.res != nil {
@@ -395,7 +399,7 @@ func (s *step) measure() error {
 
 	bc := blast.Config{
 		Target: s.target, Pool: s.r.pool, Rate: st.Rate, Duration: cfg.Duration, Warmup: cfg.Warmup,
-		MaxInflight: cfg.MaxInflight, Timeout: cfg.Timeout, Grace: blastGrace,
+		MaxInflight: cfg.MaxInflight, Timeout: cfg.Timeout, Grace: blastGrace, Sent: &s.sent,
 	}
 	if st.Rate == RateMax {
 		bc.Concurrency = cfg.Concurrency

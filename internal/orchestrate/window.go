@@ -150,6 +150,9 @@ type watch struct {
 
 	mu  sync.Mutex
 	fwd []upPoint
+	// recent are the last samples, a second or a little more of them, for
+	// the status line's cores now (cores).
+	recent []relayproc.Sample
 }
 
 func (w *watch) start(smp *relayproc.Sampler, up *upstream.Server, interval time.Duration, limit uint64, over func(rss uint64, after time.Duration)) {
@@ -161,11 +164,16 @@ func (w *watch) start(smp *relayproc.Sampler, up *upstream.Server, interval time
 	go func() {
 		defer w.wg.Done()
 		smp.Run(ctx, interval, func(s relayproc.Sample) {
+			w.mu.Lock()
 			if up != nil {
-				w.mu.Lock()
 				w.fwd = append(w.fwd, upPoint{time.Now(), up.DataEnvelopes()})
-				w.mu.Unlock()
 			}
+			w.recent = append(w.recent, s)
+			// Keep one sample at least a second before the newest.
+			for len(w.recent) > 2 && s.At-w.recent[1].At >= time.Second {
+				w.recent = w.recent[1:]
+			}
+			w.mu.Unlock()
 			if limit > 0 && s.RSS > limit && !tripped {
 				tripped = true
 				over(s.RSS, time.Since(start))
@@ -180,6 +188,17 @@ func (w *watch) stop() {
 		w.cancel()
 		w.wg.Wait()
 	}
+}
+
+// cores is the CPU over the last second or so of samples (ok false with
+// fewer than two).
+func (w *watch) cores() (cores float64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.recent) < 2 {
+		return 0, false
+	}
+	return relayproc.Cores(w.recent[0], w.recent[len(w.recent)-1]), true
 }
 
 // forwarded is the forwarded-envelopes series taken so far.

@@ -47,6 +47,9 @@ type Options struct {
 	Perf bool
 	// Log receives progress lines.
 	Log io.Writer
+	// Progress, if set, is each section's orchestrate.Config.Progress,
+	// told the section's name ("kind-error", "capacity", …).
+	Progress func(section string, p orchestrate.Progress)
 	// RelayConfig overrides are merged into every step's config.yml.
 	RelayConfig relayconfig.Config
 	// PoolSize is each section's envelope pool (orchestrate's default when
@@ -151,6 +154,9 @@ func Run(ctx context.Context, o Options) (*Card, error) {
 		// The heading goes out with the section's first progress line, so
 		// that a config orchestrate refuses is all a terminal shows.
 		cfg.Log = &headed{w: o.Log, head: "== " + name + "\n"}
+		if o.Progress != nil {
+			cfg.Progress = func(p orchestrate.Progress) { o.Progress(name, p) }
+		}
 		rep, err := orchestrate.Run(ctx, cfg)
 		if rep != nil {
 			if len(rep.Setup.Builds) > 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,15 +83,38 @@ func TestRunWithStandin(t *testing.T) {
 	}
 	bin := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
 	out := t.TempDir()
+	// Each section's progress goes to Options.Progress under its name.
+	var sections []string
+	var capacity []orchestrate.Progress
+	progress := func(section string, p orchestrate.Progress) {
+		if len(sections) == 0 || sections[len(sections)-1] != section {
+			sections = append(sections, section)
+		}
+		if section == "capacity" {
+			capacity = append(capacity, p)
+		}
+	}
 	// Idle 500 ms: a shorter window reads a tick of CPU (10 ms) as 0.1 cores
 	// of idle, more than the stand-in uses under this load.
 	card, err := Run(context.Background(), Options{RelayBin: bin, Out: out, Duration: time.Second, Warmup: 300 * time.Millisecond, Idle: 500 * time.Millisecond,
 		KindRate: 50, MinRate: 50, MaxRate: 100, PoolSize: 300, // a pool per section: the default 5,000 took most of the test under -race
 		// The stand-in, like Relay, waits limits.shutdown_timeout (2 s)
 		// after SIGTERM; no step here looks at its shutdown.
-		RelayConfig: relayconfig.Config{"limits": map[string]any{"shutdown_timeout": 0}}})
+		RelayConfig: relayconfig.Config{"limits": map[string]any{"shutdown_timeout": 0}}, Progress: progress})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var want []string
+	for _, k := range Kinds {
+		want = append(want, "kind-"+string(k))
+	}
+	if want = append(want, "capacity", "max-rate"); !slices.Equal(sections, want) {
+		t.Errorf("progress of sections %q, want %q", sections, want)
+	}
+	for _, p := range capacity {
+		if p.Steps != orchestrate.DefaultFindMaxProbes || !p.AtMost {
+			t.Fatalf("capacity's progress: %+v, want steps at most %d", p, orchestrate.DefaultFindMaxProbes)
+		}
 	}
 	if len(card.Kinds) != len(Kinds) || card.Capacity == nil || card.Max == nil || card.Errors != nil {
 		t.Fatalf("card: %d kinds, capacity %v, max %v, errors %v; notes %v", len(card.Kinds), card.Capacity != nil, card.Max != nil, card.Errors != nil, card.Notes)
