@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,8 +17,9 @@ import (
 )
 
 // startWithStderr runs fake-upstream with args on a free loopback port and
-// returns its base URL, when it printed it, and its stderr as it comes.
-func startWithStderr(t *testing.T, args ...string) (base string, listening time.Time, stderr *testutil.Output) {
+// returns its base URL, when it printed it, its stderr as it comes, and
+// stop, which ends it with SIGTERM and waits for it (also at the test's end).
+func startWithStderr(t *testing.T, args ...string) (base string, listening time.Time, stderr *testutil.Output, stop func()) {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"--listen", "127.0.0.1:0", "--projects", "1"}, args...)...)
 	stdout, _ := cmd.StdoutPipe()
@@ -33,8 +35,10 @@ func startWithStderr(t *testing.T, args ...string) (base string, listening time.
 		t.Fatalf("no address line: %v; stderr %q", err, stderr.String())
 	}
 	listening = time.Now()
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	return "http://" + strings.TrimSpace(line), listening, stderr
+	var once sync.Once
+	stop = func() { once.Do(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }) }
+	t.Cleanup(stop)
+	return "http://" + strings.TrimSpace(line), listening, stderr, stop
 }
 
 // controlState is what GET /control answers, in the fields these tests read.
@@ -77,7 +81,7 @@ func (c controlState) layerNames() []string {
 // effect when it began, wiping /control's faults (GET /control → {}).
 func TestTimedFaultKeepsControlFaults(t *testing.T) {
 	const spec = "429-storm=6s@0s"
-	base, _, stderr := startWithStderr(t, "--latency", "live=1ms", "--fault", spec)
+	base, _, stderr, _ := startWithStderr(t, "--latency", "live=1ms", "--fault", spec)
 	if !stderr.WaitFor("fault "+spec+" begins", 10*time.Second) {
 		t.Fatalf("the fault never began; stderr %q", stderr.String())
 	}
@@ -118,7 +122,7 @@ func TestFaultsFileOutageKeepsItsEnd(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"outage":{"mode":"unavailable","duration":"3s"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, listening, stderr := startWithStderr(t, "--faults", file, "--fault", "errors=3s@2s")
+	base, listening, stderr, _ := startWithStderr(t, "--faults", file, "--fault", "errors=3s@2s")
 	live := func() int {
 		resp, err := http.Get(base + "/api/0/relays/live/")
 		if err != nil {
