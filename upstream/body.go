@@ -22,11 +22,12 @@ import (
 // read slot with <-s.readSlots.
 func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpError) {
 	n := req.ContentLength // -1: unknown (chunked)
+	conn := requestConn(req)
 	if n > s.cfg.MaxWireBytes {
+		s.discardRefused(req.Body, n, 0, conn)
 		return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
 			fmt.Sprintf("Content-Length %d > limit %d", n, s.cfg.MaxWireBytes))
 	}
-	conn := requestConn(req)
 	setBodyDeadline(conn, time.Now().Add(s.limits.bodyTimeout))
 	first := int64(BodyPreSlotBytes)
 	if n >= 0 && n < first {
@@ -53,9 +54,11 @@ func (s *Server) readBody(req *http.Request) (bp *[]byte, large bool, e *httpErr
 		return nil, false, clientGone("while waiting for a large-body slot")
 	}
 	if err = s.readRest(req.Body, bp, int(n), conn); err != nil {
+		read := int64(len(*bp))
 		s.putBuf(bp)
 		<-s.readSlots
 		if errors.Is(err, errTooLargeWire) {
+			s.discardRefused(req.Body, n, read, conn)
 			return nil, false, newError(http.StatusRequestEntityTooLarge, "too_large_wire", "request body too large",
 				fmt.Sprintf("more than %d bytes", s.cfg.MaxWireBytes))
 		}
@@ -126,6 +129,37 @@ func (s *Server) readRest(r io.Reader, bp *[]byte, n int, conn net.Conn) error {
 		}
 	}
 	return nil
+}
+
+// maxRefusedBytes bounds how much of a body over the wire cap is read
+// and thrown away before it is answered 413: Relay's own envelope limit
+// (limits.max_envelope_size, 100 MiB) with room to spare.
+const maxRefusedBytes = 128 << 20
+
+// discardRefused reads and throws away the rest of a body refused as too
+// large (n bytes in all, -1: chunked; read of them read already), up to
+// maxRefusedBytes, at the minimum body rate and holding no slot: a client
+// that writes its whole body before reading its answer (blast's fasthttp
+// client, many SDKs) then reads the 413 instead of a reset. A longer body
+// is answered at once and its connection closed.
+func (s *Server) discardRefused(body io.Reader, n, read int64, conn net.Conn) {
+	if n > maxRefusedBytes || read >= maxRefusedBytes {
+		return
+	}
+	var buf [32 << 10]byte
+	t0, start := time.Now(), read
+	for read < maxRefusedBytes {
+		setBodyDeadline(conn, t0.Add(s.limits.bodyGrace+atRate(read-start+bodyChunk, s.limits.minBodyRate)))
+		m, err := body.Read(buf[:min(int64(len(buf)), maxRefusedBytes-read)])
+		read += int64(m)
+		if errors.Is(err, io.EOF) {
+			bodyDone(conn)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // bodyReadError answers a body that could not be read: 408 when it did

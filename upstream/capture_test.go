@@ -328,7 +328,8 @@ func TestCaptureConcurrent(t *testing.T) {
 }
 
 // TestCaptureWriteError: a capture that cannot write (its directory gone)
-// counts the error in /stats while the envelope is still accepted.
+// counts the error, and the envelope kept before as lost, in /stats while
+// the envelope is still accepted.
 func TestCaptureWriteError(t *testing.T) {
 	f, w := captureFixture(t, capture.Config{})
 	p := f.ps[0]
@@ -341,15 +342,15 @@ func TestCaptureWriteError(t *testing.T) {
 		wantStatus(t, f.postEnvelope(p, compression.Gzip, raw, nil), 200, "")
 	}
 	st := f.captureStats()
-	if st.Kept != 1 || st.Errors != 2 || !strings.Contains(st.LastError, "no such file or directory") {
-		t.Errorf("/stats capture %+v, want 1 kept and 2 errors", st)
+	if st.Kept != 1 || st.Lost != 1 || st.Errors != 2 || !strings.Contains(st.LastError, "was removed or replaced during the capture") {
+		t.Errorf("/stats capture %+v, want 1 kept, lost with the directory, and 2 errors", st)
 	}
 	if f.srv.Stats().Envelopes != 3 {
 		t.Errorf("envelopes %d, want 3 accepted", f.srv.Stats().Envelopes)
 	}
 	prom := parseProm(t, string(f.do("GET", "/stats?format=prometheus", nil, nil).body))
-	if prom[series("capture_errors_total")] != 2 {
-		t.Errorf("capture_errors_total %v", prom[series("capture_errors_total")])
+	if prom[series("capture_errors_total")] != 2 || prom[series("capture_lost_total")] != 1 {
+		t.Errorf("capture_errors_total %v, capture_lost_total %v", prom[series("capture_errors_total")], prom[series("capture_lost_total")])
 	}
 }
 

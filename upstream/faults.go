@@ -49,8 +49,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // Faults are the failures the fake injects into Relay-facing routes (never
-// into /stats, /projects or /control), replaced as a whole by SetFaults or
-// POST /control. docs/faults.md says what Relay does with each.
+// into /stats, /projects or /control). They come in layers, each with its
+// own clock: Config.Faults, the control layer (SetFaults, POST /control)
+// and those AddFaults adds; Server.Faults combines them. docs/faults.md
+// says what Relay does with each.
 type Faults struct {
 	// Latency per route name ("envelope", "projectconfigs", … or "*" for
 	// every Relay-facing route; a route's own entry wins).
@@ -99,7 +101,7 @@ const (
 type Outage struct {
 	Mode     string   `json:"mode"`
 	Duration Duration `json:"duration"`
-	// Until is when the outage ends (set by SetFaults; read-only).
+	// Until is when the outage ends (set when its layer is set; read-only).
 	Until time.Time `json:"until,omitzero"`
 }
 
@@ -116,9 +118,55 @@ const (
 	MaxControlBytes = 64 << 10
 )
 
+// Fault layers: each source of faults is a layer with its own clock, so
+// that setting or ending one never changes another (an outage keeps the end
+// it was given when its layer was set).
+const (
+	layerConfig  = "config"  // Config.Faults, from the start
+	layerControl = "control" // SetFaults and POST /control
+)
+
+// faultLayer is one source's faults; an outage's Until is set.
+type faultLayer struct {
+	name string
+	id   uint64 // AddFaults's layers: what their remove function removes
+	f    Faults
+}
+
+// faultState is what requests read: the layers and their combination,
+// rebuilt whenever a layer changes.
 type faultState struct {
-	f      Faults
-	active bool // anything to do per request besides GlobalPending
+	layers  []faultLayer // bottom first: config, control, then AddFaults's in order
+	f       Faults       // the layers combined with With, without outages
+	outages []Outage     // every layer's outage, top layer first
+	active  bool         // anything to do per request besides GlobalPending
+}
+
+// newFaultState combines layers, bottom first: a higher layer's latency
+// wins for its routes, its injections come first, its outage wins while it
+// lasts, and the flags are or-ed.
+func newFaultState(layers []faultLayer) *faultState {
+	st := &faultState{layers: layers}
+	for _, l := range layers {
+		g := l.f
+		if g.Outage != nil {
+			st.outages = append([]Outage{*g.Outage}, st.outages...)
+		}
+		g.Outage = nil
+		st.f = st.f.With(g)
+	}
+	st.active = len(st.f.Latency) > 0 || len(st.f.Inject) > 0 || len(st.outages) > 0 || st.f.RelayStop
+	return st
+}
+
+// outage returns the outage in effect at now (the top layer's), or nil.
+func (st *faultState) outage(now time.Time) *Outage {
+	for i := range st.outages {
+		if now.Before(st.outages[i].Until) {
+			return &st.outages[i]
+		}
+	}
+	return nil
 }
 
 // RouteNames lists the route names faults and /stats use.
@@ -175,26 +223,113 @@ func (f *Faults) Validate() error {
 	return nil
 }
 
-// SetFaults replaces the faults in effect. An outage starts now.
+// SetFaults replaces the faults of the control layer, the one POST
+// /control sets; Config.Faults and the layers AddFaults adds stay as they
+// are. An outage among f starts now.
 func (s *Server) SetFaults(f Faults) error {
-	if err := f.Validate(); err != nil {
+	return s.setLayer(faultLayer{name: layerControl, f: f})
+}
+
+// AddFaults adds f as a layer of its own, named name in GET /control, on
+// top of the faults in effect, until remove is called: removing it takes
+// away f alone, whatever was set meanwhile. An outage among f starts now
+// and keeps its own end.
+func (s *Server) AddFaults(name string, f Faults) (remove func(), err error) {
+	s.faultsMu.Lock()
+	s.layerID++
+	id := s.layerID
+	s.faultsMu.Unlock()
+	if err := s.setLayer(faultLayer{name: name, id: id, f: f}); err != nil {
+		return nil, err
+	}
+	return func() {
+		s.faultsMu.Lock()
+		defer s.faultsMu.Unlock()
+		layers := slices.DeleteFunc(slices.Clone(s.faults.Load().layers), func(l faultLayer) bool { return l.id == id })
+		s.faults.Store(newFaultState(layers))
+	}, nil
+}
+
+// setLayer checks l's faults, starts its outage's clock and replaces the
+// layer of the same name and id (the config and control layers keep their
+// place at the bottom), or adds it on top.
+func (s *Server) setLayer(l faultLayer) error {
+	if err := l.f.Validate(); err != nil {
 		return configerr.Wrap("Faults", err)
 	}
-	f = f.clone()
-	if f.Outage != nil {
-		f.Outage.Until = s.cfg.Now().Add(time.Duration(f.Outage.Duration))
+	l.f = l.f.clone()
+	if l.f.Outage != nil {
+		l.f.Outage.Until = s.cfg.Now().Add(time.Duration(l.f.Outage.Duration))
 	}
-	s.faults.Store(&faultState{f: f, active: len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.RelayStop})
+	s.faultsMu.Lock()
+	defer s.faultsMu.Unlock()
+	var layers []faultLayer
+	if st := s.faults.Load(); st != nil {
+		layers = slices.Clone(st.layers)
+	}
+	rank := func(l faultLayer) int {
+		switch {
+		case l.id != 0:
+			return 2
+		case l.name == layerControl:
+			return 1
+		}
+		return 0
+	}
+	i := slices.IndexFunc(layers, func(m faultLayer) bool { return m.name == l.name && m.id == l.id })
+	if i >= 0 {
+		layers[i] = l
+	} else {
+		// Before the first layer of a higher rank.
+		i = slices.IndexFunc(layers, func(m faultLayer) bool { return rank(m) > rank(l) })
+		if i < 0 {
+			i = len(layers)
+		}
+		layers = slices.Insert(layers, i, l)
+	}
+	s.faults.Store(newFaultState(layers))
 	return nil
 }
 
-// Faults returns the faults in effect (an outage that has ended is omitted).
+// Faults returns the faults in effect, every layer's combined (see
+// AddFaults): a higher layer's latency wins for its routes, its injections
+// come first, the flags are or-ed, and the outage is the top layer's of
+// those that have not ended.
 func (s *Server) Faults() Faults {
-	f := s.faults.Load().f.clone()
-	if f.Outage != nil && !s.cfg.Now().Before(f.Outage.Until) {
-		f.Outage = nil
+	st := s.faults.Load()
+	f := st.f.clone()
+	if o := st.outage(s.cfg.Now()); o != nil {
+		f.Outage = &Outage{Mode: o.Mode, Duration: o.Duration, Until: o.Until}
 	}
 	return f
+}
+
+// faultLayerView is a layer in GET /control's "layers".
+type faultLayerView struct {
+	Layer string `json:"layer"`
+	Faults
+}
+
+// controlAnswer is GET /control's answer: the faults in effect and, in
+// "layers", each layer that still does something, bottom first.
+type controlAnswer struct {
+	Faults
+	Layers []faultLayerView `json:"layers,omitempty"`
+}
+
+func (s *Server) controlAnswer() controlAnswer {
+	st, now := s.faults.Load(), s.cfg.Now()
+	a := controlAnswer{Faults: s.Faults()}
+	for _, l := range st.layers {
+		f := l.f.clone()
+		if f.Outage != nil && !now.Before(f.Outage.Until) {
+			f.Outage = nil
+		}
+		if len(f.Latency) > 0 || len(f.Inject) > 0 || f.Outage != nil || f.GlobalPending || f.RelayStop {
+			a.Layers = append(a.Layers, faultLayerView{Layer: l.name, Faults: f})
+		}
+	}
+	return a
 }
 
 // clone deep-copies f, so callers never share maps or slices with the
@@ -239,8 +374,9 @@ func (s *Server) applyFaults(w http.ResponseWriter, req *http.Request, r int, c 
 		return false
 	}
 	f := &st.f
-	if o := f.Outage; o != nil {
-		if now := s.cfg.Now(); now.Before(o.Until) {
+	if len(st.outages) > 0 {
+		now := s.cfg.Now()
+		if o := st.outage(now); o != nil {
 			c.faultsInjected.Add("outage_" + o.Mode)
 			switch o.Mode {
 			case OutageRefuse:
@@ -317,7 +453,8 @@ func resetConnection(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
-// handleControl serves GET (current faults) and POST (replace faults).
+// handleControl serves GET (the faults in effect and their layers) and
+// POST (replace the control layer's faults).
 func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *counters) *httpError {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
@@ -344,7 +481,7 @@ func (s *Server) handleControl(w http.ResponseWriter, req *http.Request, c *coun
 	default:
 		return methodNotAllowed(req)
 	}
-	writeJSON(w, http.StatusOK, s.Faults())
+	writeJSON(w, http.StatusOK, s.controlAnswer())
 	return nil
 }
 

@@ -200,7 +200,7 @@ func TestPrometheusCarriesEveryStat(t *testing.T) {
 		"/canaries/items_scanned": "canary_items_scanned_total", "/canaries/scrubbed_items": "scrubbed_items_total", "/panics": "panics_total", "/in_flight": "in_flight_requests",
 		"/outcomes/folded":        "outcomes_folded_total",
 		"/http_layer/connections": "http_connections_total", "/http_layer/write_timeouts": "http_write_timeouts_total",
-		"/capture/kept": "capture_kept_total", "/capture/kept_bytes": "capture_kept_bytes_total", "/capture/errors": "capture_errors_total",
+		"/capture/kept": "capture_kept_total", "/capture/kept_bytes": "capture_kept_bytes_total", "/capture/errors": "capture_errors_total", "/capture/lost": "capture_lost_total",
 	}
 	httpClosed := map[string]string{"closed_before_request": "before_request", "closed_mid_header": "mid_header", "header_timeouts": "header_timeout"}
 	labelled := map[string][2]string{ // JSON map → metric, label

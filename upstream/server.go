@@ -108,7 +108,9 @@ type Config struct {
 	// (others get 403); empty: loopback only.
 	ControlFrom []netip.Prefix
 
-	// Faults in effect from the start (see SetFaults).
+	// Faults in effect from the start: a layer of their own, which
+	// SetFaults (POST /control) and AddFaults leave as it is; an outage
+	// among them starts with the server.
 	Faults Faults
 	// Seed seeds the fault-injection randomness.
 	Seed uint64
@@ -157,9 +159,11 @@ type Server struct {
 	routes *router
 	hook   func(*http.Request) // test hook, called first for every request
 
-	faults atomic.Pointer[faultState]
-	rngMu  sync.Mutex
-	rng    *mrand.Rand
+	faults   atomic.Pointer[faultState]
+	faultsMu sync.Mutex // held while a layer is set or removed
+	layerID  uint64     // the last AddFaults layer's id
+	rngMu    sync.Mutex
+	rng      *mrand.Rand
 }
 
 // Start starts a fake upstream serving cfg on cfg.Addr. Close or Shutdown
@@ -262,7 +266,7 @@ func newServer(cfg Config) (*Server, error) {
 	if err := s.buildConfigs(); err != nil {
 		return nil, err
 	}
-	if err := s.SetFaults(cfg.Faults); err != nil {
+	if err := s.setLayer(faultLayer{name: layerConfig, f: cfg.Faults}); err != nil {
 		return nil, err
 	}
 	return s, nil

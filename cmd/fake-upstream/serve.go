@@ -58,18 +58,20 @@ func serve(cfg upstream.Config, grace time.Duration, timed *upstreamflag.FaultSp
 	return nil
 }
 
-// scheduleFault adds f's faults to those in effect at f's start (0 when
-// not given) and takes them away after its duration. stop cancels what has
+// scheduleFault adds f's faults at f's start (0 when not given) as a layer
+// of their own, and takes that layer away after its duration: the faults
+// set otherwise (--faults and the fault flags, POST /control) stay as they
+// are, and an outage among them keeps its own end. stop cancels what has
 // not happened yet.
 func scheduleFault(srv *upstream.Server, f *upstreamflag.FaultSpec, stderr io.Writer) (stop func()) {
 	start := max(f.Start, 0)
 	var mu sync.Mutex
-	var base upstream.Faults
+	var remove func()
 	begin := time.AfterFunc(start, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		base = srv.Faults()
-		if err := srv.SetFaults(base.With(f.Faults())); err != nil {
+		var err error
+		if remove, err = srv.AddFaults("fault "+f.Spec, f.Faults()); err != nil {
 			fmt.Fprintf(stderr, "fake-upstream: --fault %s: %v\n", f.Spec, err)
 			return
 		}
@@ -78,7 +80,10 @@ func scheduleFault(srv *upstream.Server, f *upstreamflag.FaultSpec, stderr io.Wr
 	end := time.AfterFunc(start+f.Duration, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = srv.SetFaults(base)
+		if remove == nil {
+			return
+		}
+		remove()
 		fmt.Fprintf(stderr, "fake-upstream: fault %s ends\n", f.Spec)
 	})
 	return func() { begin.Stop(); end.Stop() }

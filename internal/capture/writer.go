@@ -41,8 +41,9 @@ type Config struct {
 }
 
 // Stats counts what a Writer did with the envelopes offered to it. Every
-// envelope offered is counted once: kept, skipped or an error. The prom and
-// help tags name its series in the fake upstream's Prometheus form.
+// envelope offered is counted once: kept, skipped or an error; Kept − Lost
+// envelopes are in the capture directory. The prom and help tags name its
+// series in the fake upstream's Prometheus form.
 type Stats struct {
 	Kept      int64 `json:"kept" prom:"capture_kept_total" help:"Envelopes kept by the capture."`
 	KeptBytes int64 `json:"kept_bytes" prom:"capture_kept_bytes_total" help:"Decoded bytes of the envelopes kept by the capture."` // decoded bytes of the kept envelopes
@@ -52,7 +53,10 @@ type Stats struct {
 	SkippedEvery int64 `json:"skipped_every" prom:"capture_skipped_total,reason=every"`
 	// Errors are envelopes not kept because writing them failed (a full
 	// disk, a directory gone); LastError is the latest such error.
-	Errors    int64  `json:"errors" prom:"capture_errors_total" help:"Envelopes the capture failed to write."`
+	Errors int64 `json:"errors" prom:"capture_errors_total" help:"Envelopes the capture failed to write."`
+	// Lost are envelopes kept, then gone with the capture directory or its
+	// manifest (removed, moved or replaced during the capture).
+	Lost      int64  `json:"lost" prom:"capture_lost_total" help:"Envelopes the capture kept, then lost with its directory or manifest (removed or replaced during the capture)."`
 	LastError string `json:"last_error"`
 }
 
@@ -63,8 +67,17 @@ type Stats struct {
 // (a server answering a request) carries on, and the failed envelope's
 // number is left unused. Safe for concurrent use; files are written in
 // parallel, manifest lines one at a time.
+//
+// Files are opened relative to the directory New opened, never by path: a
+// directory removed (or moved, or replaced) during the capture takes no
+// more files, and once the writer sees that Config.Dir is no longer that
+// directory, or the manifest no longer in it, every envelope it had kept
+// is counted as lost, and the rest as errors: Stats never claim envelopes
+// that are not in Config.Dir.
 type Writer struct {
-	cfg Config
+	cfg     Config
+	root    *os.Root    // the capture directory, opened by New
+	dirInfo os.FileInfo // its identity
 
 	mu       sync.Mutex // guards the fields below
 	offered  int64
@@ -73,11 +86,13 @@ type Writer struct {
 	resBytes int64 // their bytes
 	full     bool
 	closed   bool
+	lost     error // set once Dir or the manifest is found gone
 	st       Stats
 
-	mmu      sync.Mutex // guards the manifest fields below, held while appending
-	manifest *os.File   // nil until the first keep
-	mSize    int64      // length of the manifest's whole lines
+	mmu      sync.Mutex  // guards the manifest fields below, held while appending
+	manifest *os.File    // nil until the first keep
+	mInfo    os.FileInfo // its identity
+	mSize    int64       // length of the manifest's whole lines
 	mClosed  bool
 	mBroken  error // a failed append that could not be undone
 }
@@ -110,7 +125,16 @@ func New(cfg Config) (*Writer, error) {
 	if err := checkDir(cfg.Dir); err != nil {
 		return nil, err
 	}
-	return &Writer{cfg: cfg}, nil
+	root, err := os.OpenRoot(cfg.Dir)
+	if err != nil {
+		return nil, configerr.Wrap("Dir", err)
+	}
+	fi, err := root.Stat(".")
+	if err != nil {
+		root.Close()
+		return nil, configerr.Wrap("Dir", err)
+	}
+	return &Writer{cfg: cfg, root: root, dirInfo: fi}, nil
 }
 
 // checkDir creates dir if missing and refuses a file, a directory that
@@ -196,8 +220,14 @@ func (w *Writer) Keep(meta Entry, decoded []byte) {
 	}
 	clipEntry(&meta)
 	err := w.write(&meta, decoded)
+	if err != nil {
+		w.checkPlace()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.lost != nil {
+		err = w.lost // not written, or written where Dir no longer leads
+	}
 	if err != nil {
 		w.reserved--
 		w.resBytes -= int64(len(decoded))
@@ -217,6 +247,12 @@ func (w *Writer) reserve(size int64) (n int, ok bool) {
 	if w.closed {
 		w.st.Errors++
 		w.st.LastError = "capture: closed"
+		return 0, false
+	}
+	if w.lost != nil {
+		w.offered++
+		w.st.Errors++
+		w.st.LastError = w.lost.Error()
 		return 0, false
 	}
 	w.offered++
@@ -246,8 +282,7 @@ func (w *Writer) write(meta *Entry, decoded []byte) error {
 	if len(line) > MaxManifestLine {
 		return fmt.Errorf("capture: %s: manifest line of %d bytes, over %d", meta.File, len(line), MaxManifestLine)
 	}
-	path := filepath.Join(w.cfg.Dir, meta.File)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := w.root.OpenFile(meta.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
@@ -259,7 +294,7 @@ func (w *Writer) write(meta *Entry, decoded []byte) error {
 		err = w.appendLine(append(line, '\n'))
 	}
 	if err != nil {
-		os.Remove(path)
+		w.root.Remove(meta.File)
 		return fmt.Errorf("capture: %s: %w", meta.File, err)
 	}
 	return nil
@@ -294,12 +329,52 @@ func (w *Writer) openManifestLocked() error {
 	case w.manifest != nil:
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(w.cfg.Dir, ManifestName), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := w.root.OpenFile(ManifestName, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	w.manifest = f
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		w.root.Remove(ManifestName)
+		return fmt.Errorf("manifest: %w", err)
+	}
+	w.manifest, w.mInfo = f, fi
 	return nil
+}
+
+// checkPlace checks that Config.Dir is still the directory New opened and
+// the manifest, once created, still in it; if not, every envelope kept is
+// counted as an error from now on (see Writer).
+func (w *Writer) checkPlace() {
+	w.mmu.Lock()
+	mInfo := w.mInfo
+	w.mmu.Unlock()
+	w.checkPlaceOf(mInfo)
+}
+
+// checkPlaceOf is checkPlace with the manifest's identity given (nil: not
+// created), for callers holding w.mmu.
+func (w *Writer) checkPlaceOf(mInfo os.FileInfo) {
+	var gone error
+	if fi, err := os.Stat(w.cfg.Dir); err != nil || !os.SameFile(fi, w.dirInfo) {
+		gone = fmt.Errorf("capture: %s was removed or replaced during the capture", w.cfg.Dir)
+	} else if mInfo != nil {
+		if fi, err := w.root.Lstat(ManifestName); err != nil || !os.SameFile(fi, mInfo) {
+			gone = fmt.Errorf("capture: %s was removed or replaced during the capture", filepath.Join(w.cfg.Dir, ManifestName))
+		}
+	}
+	if gone == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lost != nil {
+		return
+	}
+	w.lost = gone
+	w.st.Lost = w.st.Kept // later envelopes are errors
+	w.st.LastError = w.lost.Error()
 }
 
 // clipEntry clips the client's strings so that a manifest line stays far
@@ -356,7 +431,9 @@ func (w *Writer) Stats() Stats {
 
 // Close ends the capture: later envelopes are counted as errors, and the
 // manifest (created empty if nothing was kept) is synced and closed.
-// Envelopes still being written when it is called are not kept.
+// Envelopes still being written when it is called are not kept. It checks
+// that Config.Dir and its manifest are still those written to, and
+// returns an error, with every envelope kept counted as lost, if not.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	w.closed = true
@@ -366,9 +443,11 @@ func (w *Writer) Close() error {
 	if w.mClosed {
 		return nil
 	}
+	defer w.root.Close()
 	err := w.openManifestLocked()
 	w.mClosed = true
 	if err != nil {
+		w.checkPlaceOf(w.mInfo)
 		return fmt.Errorf("capture: %w", err)
 	}
 	err = w.manifest.Sync()
@@ -378,19 +457,34 @@ func (w *Writer) Close() error {
 	if err != nil {
 		return fmt.Errorf("capture: manifest: %w", err)
 	}
-	return nil
+	w.checkPlaceOf(w.mInfo)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lost
 }
 
 // Summary says in one line what the capture kept, e.g. "kept 120
 // envelopes (1.5 MiB) in DIR, skipped 30 (2 over the bounds, 28 thinned
-// out)".
+// out)"; a capture whose directory or manifest went away says so and
+// counts nothing kept.
 func (w *Writer) Summary() string {
 	st := w.Stats()
-	s := fmt.Sprintf("kept %d envelopes (%s) in %s, skipped %d", st.Kept, fmtBytes(st.KeptBytes), w.cfg.Dir, st.SkippedMax+st.SkippedEvery)
+	kept, keptBytes := st.Kept, st.KeptBytes
+	if st.Lost > 0 {
+		// Everything kept is lost with the directory or manifest.
+		kept, keptBytes = st.Kept-st.Lost, 0
+	}
+	s := fmt.Sprintf("kept %d envelopes (%s) in %s, skipped %d", kept, fmtBytes(keptBytes), w.cfg.Dir, st.SkippedMax+st.SkippedEvery)
 	if st.SkippedMax+st.SkippedEvery > 0 {
 		s += fmt.Sprintf(" (%d over the bounds, %d thinned out)", st.SkippedMax, st.SkippedEvery)
 	}
-	if st.Errors > 0 {
+	w.mu.Lock()
+	lost := w.lost
+	w.mu.Unlock()
+	switch {
+	case lost != nil:
+		s += fmt.Sprintf(", %d lost and %d not written (%v)", st.Lost, st.Errors, lost)
+	case st.Errors > 0:
 		s += fmt.Sprintf(", %d not written (last: %s)", st.Errors, st.LastError)
 	}
 	return s

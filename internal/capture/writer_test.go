@@ -239,8 +239,9 @@ func TestConcurrentKeep(t *testing.T) {
 	}
 }
 
-// TestWriteError: a write that fails (the directory removed) is counted
-// with its error, and keeping works again once the directory is back.
+// TestWriteError: a write that fails is counted with its error; once the
+// directory is found removed, the envelopes kept before count as errors
+// too, and nothing more is kept, even in a new directory of the same name.
 func TestWriteError(t *testing.T) {
 	w := newWriter(t, Config{})
 	w.Keep(Entry{}, envelopeOf(0, 0))
@@ -249,18 +250,19 @@ func TestWriteError(t *testing.T) {
 	}
 	w.Keep(Entry{}, envelopeOf(1, 0))
 	st := w.Stats()
-	if st.Kept != 1 || st.Errors != 1 || !strings.Contains(st.LastError, "no such file") {
+	if st.Kept != 1 || st.Lost != 1 || st.Errors != 1 || !strings.Contains(st.LastError, "was removed or replaced during the capture") {
 		t.Errorf("after removing the directory: %+v", st)
 	}
-	if s := w.Summary(); !strings.Contains(s, "1 not written (last: capture: ") {
+	if s := w.Summary(); !strings.Contains(s, "kept 0 envelopes") || !strings.Contains(s, "1 lost and 1 not written (capture: ") {
 		t.Errorf("Summary %q", s)
 	}
-	// The manifest is open still: the next line goes there, the file to a
-	// new directory of the same name.
 	os.Mkdir(w.Dir(), 0o755)
 	w.Keep(Entry{}, envelopeOf(2, 0))
-	if st := w.Stats(); st.Kept != 2 || st.Errors != 1 {
+	if st := w.Stats(); st.Kept != 1 || st.Lost != 1 || st.Errors != 2 {
 		t.Errorf("after restoring the directory: %+v", st)
+	}
+	if files, _ := filepath.Glob(filepath.Join(w.Dir(), "*")); len(files) != 0 {
+		t.Errorf("the new directory holds %v", files)
 	}
 }
 

@@ -40,20 +40,22 @@ func validateFault(f *Fault, window time.Duration) error {
 	return nil
 }
 
-// faultWatch starts and ends a fault and remembers what the upstream had
+// faultWatch starts and ends a fault, as a layer of the upstream's faults
+// of its own, and remembers what the upstream had
 // answered at both moments.
 type faultWatch struct {
 	mu            sync.Mutex
 	began, ended  time.Time
 	before, after map[string]map[string]int64
 	err           error
+	remove        func() // takes the fault's layer away
 }
 
 func (w *faultWatch) begin(up *upstream.Server, f *Fault) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.before = up.Stats().Requests
-	w.err = up.SetFaults(f.Faults())
+	w.remove, w.err = up.AddFaults("fault "+f.Spec, f.Faults())
 	w.began = time.Now()
 }
 
@@ -63,7 +65,9 @@ func (w *faultWatch) end(up *upstream.Server) {
 	if w.began.IsZero() || !w.ended.IsZero() {
 		return
 	}
-	_ = up.SetFaults(upstream.Faults{})
+	if w.remove != nil {
+		w.remove() // the fault's layer alone: faults set through /control stay
+	}
 	w.ended = time.Now()
 	w.after = up.Stats().Requests
 }
