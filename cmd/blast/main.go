@@ -31,6 +31,10 @@ import (
 	"github.com/relayload/relayload/projects"
 )
 
+// cgroupMount is where cgroup v2 is mounted, for the memory check's
+// memory.max.
+const cgroupMount = "/sys/fs/cgroup"
+
 // sendingMemoryBudget is what blast may use beyond the pool's bodies while
 // sending; internal/cmd/blastbench reports the peak RSS beyond the pool.
 const sendingMemoryBudget = 64 << 20
@@ -121,15 +125,24 @@ func (o *options) buildPool(ctx context.Context, stdout, stderr io.Writer) (*poo
 		fmt.Fprintln(stderr, "corpus: "+corpusLine(corpus.Summary()))
 		opts.Mix, opts.ZipfS, opts.UserAgents = nil, 0, 0
 	}
-	// Before building: the pool is allocated whole.
+	// Before building: the pool is allocated whole, unless a generated
+	// one is dumped (it is written a batch at a time).
+	use := blast.Send
+	switch {
+	case o.dump != "" && corpus == nil:
+		use = blast.StreamedDump
+	case o.dump != "":
+		use = blast.Dump
+	}
+	lim := blast.ReadLimits(procfs.DefaultMountPoint, cgroupMount)
 	var mem blast.PoolMemory
 	if corpus != nil {
 		var est pool.Estimate
 		if est, err = replay.Estimate(ctx, corpus, opts); err == nil {
-			mem, err = blast.CheckMemory(est, o.dump != "", procfs.DefaultMountPoint)
+			mem, err = blast.CheckMemory(est, use, lim)
 		}
 	} else {
-		mem, err = blast.CheckPoolMemory(ctx, opts, o.dump != "", procfs.DefaultMountPoint)
+		mem, err = blast.CheckPoolMemory(ctx, opts, use, lim)
 	}
 	if err == nil && os.Getenv("GOMEMLIMIT") == "" && mem.Limit != "" {
 		// The build's garbage is collected before the heap outgrows the
@@ -139,6 +152,15 @@ func (o *options) buildPool(ctx context.Context, stdout, stderr io.Writer) (*poo
 	var p *pool.Pool
 	switch {
 	case err != nil:
+	case use == blast.StreamedDump:
+		// The options were checked by the estimate: what fails here is
+		// writing, or an interrupt.
+		n, err := pool.DumpStream(ctx, opts, o.dump)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stdout, "wrote %d envelopes to %s\n", n, o.dump)
+		return nil, nil
 	case corpus != nil:
 		p, err = replay.Build(ctx, corpus, opts)
 	default:

@@ -251,3 +251,85 @@ func TestSIGKILLedRunCleanedByNext(t *testing.T) {
 		t.Errorf("left after the next run: %v", ents)
 	}
 }
+
+// A replayed corpus most of whose envelopes hold client reports alone
+// (real SDK captures have them; Relay forwards nothing of them) shows no
+// backlog where Relay kept up: not in the step's steady state nor its
+// seconds, not in the summary, not in results.json nor report.md's table.
+func TestClientReportsAreNoBacklog(t *testing.T) {
+	relay := testutil.Build(t, "github.com/relayload/relayload/internal/cmd/standin-relay")
+	dir := t.TempDir()
+	envs := filepath.Join(dir, "corpus")
+	if err := os.Mkdir(envs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := os.ReadFile(filepath.Join(corpus, "08-client-report.envelope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, f := range []string{"01-event.envelope", "02-transaction.envelope"} {
+		if files[f], err = os.ReadFile(filepath.Join(corpus, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 {
+		files[fmt.Sprintf("%02d-client-report.envelope", 10+i)] = cr
+	}
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(envs, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(dir, "overrides.yml")
+	if err := os.WriteFile(conf, []byte("limits: {shutdown_timeout: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--relay-bin", relay, "--relay-config", conf, "--envelopes", envs, "--rates", "100", "--duration", "3s",
+		"--warmup", "500ms", "--idle", "500ms", "--pool", "100", "--projects", "5", "--out", out, "--quiet"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep orchestrate.Report
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Steps) != 1 || len(rep.Summary) != 1 {
+		t.Fatalf("results.json: %v, %d steps", err, len(rep.Steps))
+	}
+	st, p := rep.Steps[0], rep.Summary[0]
+	if st.Verdict != orchestrate.VerdictKeptUp && st.Verdict != orchestrate.VerdictHarnessLimited {
+		t.Fatalf("verdict %s: %v", st.Verdict, st.Reasons)
+	}
+	if st.Upstream.ItemsByType["client_report"] != 0 || st.Upstream.Forwarded == 0 {
+		t.Errorf("upstream items %v, %d forwarded: want no client report, some data", st.Upstream.ItemsByType, st.Upstream.Forwarded)
+	}
+	// Two envelopes in ten carry data. A backlog within one second of
+	// what was accepted is forwarding's ordinary lag; counting the client
+	// reports makes it several seconds' worth.
+	bound := st.Steady.Allowance
+	if st.Steady.Expected < 0.1 || st.Steady.Expected > 0.3 {
+		t.Errorf("expected share %.3f, want about 0.2", st.Steady.Expected)
+	}
+	if st.Steady.BacklogEnd > int64(bound) {
+		t.Errorf("step backlog at window end %d, more than %.0f: client reports counted as a backlog", st.Steady.BacklogEnd, bound)
+	}
+	for _, s := range st.Seconds {
+		if s.Backlog > int64(bound) {
+			t.Errorf("second %d: backlog %d, more than %.0f", s.T, s.Backlog, bound)
+		}
+	}
+	if p.BacklogEnd != float64(st.Steady.BacklogEnd) {
+		t.Errorf("summary backlog %.0f, step's %d", p.BacklogEnd, st.Steady.BacklogEnd)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := perRateRow(t, string(md)); row[4] != report.Num(p.BacklogEnd) {
+		t.Errorf("report.md per rate: backlog %q, results.json %s (row %q)", row[4], report.Num(p.BacklogEnd), row)
+	}
+}

@@ -21,9 +21,8 @@ import (
 func (s *step) collect() {
 	st := s.st
 	final := s.up.Stats()
-	accepted := s.r.dataAccepted(s.res, st.OK, st.warmOK)
-	if n, note := s.r.neverForwarded(s.res, st.warmOK, final.ItemsByType); n > 0 {
-		accepted -= n
+	accepted, note := s.r.expectedToForward(s.res, st.OK, st.warmOK, final.ItemsByType)
+	if note != "" {
 		st.Notes = append(st.Notes, note)
 	}
 	st.Upstream = UpstreamSeen{
@@ -34,13 +33,20 @@ func (s *step) collect() {
 	smp, _ := s.sampler.Samples()
 	samplesAt := s.blastStart.Sub(s.sampler.Start())
 	end := int(s.atDrainEnd.At-samplesAt+time.Second-1) / int(time.Second)
-	st.Seconds = secondsSeries(end, s.res.Windows, s.res.Start, final.Timeline, smp, samplesAt)
+	// The share of accepted envelopes Relay is expected to forward as data:
+	// the backlog of every second (and so of the table, the charts and
+	// results.json) counts only those.
+	share := 1.0
+	if all := st.OK + st.warmOK; all > 0 {
+		share = min(float64(accepted)/float64(all), 1)
+	}
+	st.Seconds = secondsSeries(end, s.res.Windows, s.res.Start, final.Timeline, smp, samplesAt, share)
 	// The share of accepted envelopes that will never be forwarded as data:
-	// those lost (the gap) and, for a replayed pool, those Relay does not
-	// forward as envelopes at all; the steady state judges the pace of the rest.
-	loss := 0.0
+	// those Relay is not expected to forward at all and, once the drain
+	// settled, those lost (the gap); the steady state judges the pace of the rest.
+	loss := 1 - share
 	if all := st.OK + st.warmOK; st.Drain.Settled && all > 0 {
-		loss = float64(all-accepted+max(st.Upstream.Gap, 0)) / float64(all)
+		loss += float64(max(st.Upstream.Gap, 0)) / float64(all)
 	}
 	from, to := windowSeconds(s.res)
 	if to-from < 2 && st.StoppedEarly != "" {
@@ -52,6 +58,7 @@ func (s *step) collect() {
 			(s.res.Warmup+s.res.Elapsed).Seconds(), to))
 	}
 	st.Steady = steadyState(st.Seconds, from, to, loss, smp, samplesAt)
+	st.Steady.Expected = share
 	if st.StoppedEarly != "" && st.Steady.Seconds > 0 {
 		st.AcceptedRate = st.Steady.AcceptedRate
 		var sent int64
@@ -168,6 +175,19 @@ func (r *runner) neverForwarded(res *blast.Result, warmOK int64, items map[strin
 	}
 	return total, fmt.Sprintf("Relay forwarded no item of %s envelopes it accepted (of kinds it drops): left out of forwarded and of the gap",
 		strings.Join(names, ", "))
+}
+
+// expectedToForward is the one definition of what Relay is expected to
+// forward: of the accepted envelopes (ok measured, warmOK in blast's
+// warm-up), those that carry data (dataAccepted) less those of kinds of
+// which no item reached the upstream (neverForwarded), with the note that
+// names the latter. The gap, the backlog of every second and the judge's
+// loss all come from it, so that what Relay does not forward is never a
+// backlog in one place and not in another.
+func (r *runner) expectedToForward(res *blast.Result, ok, warmOK int64, items map[string]int64) (int64, string) {
+	n := r.dataAccepted(res, ok, warmOK)
+	never, note := r.neverForwarded(res, warmOK, items)
+	return max(n-never, 0), note
 }
 
 // dataAccepted is how many of the accepted envelopes (ok measured, warmOK

@@ -272,8 +272,15 @@ type Steady struct {
 	ForwardedRate float64 `json:"forwarded_rate"`
 	// AcceptedRate is blast's 2xx per second over the same seconds.
 	AcceptedRate float64 `json:"accepted_rate"`
-	// BacklogEnd is accepted − forwarded at the end of the window.
+	// BacklogEnd is the last second's Backlog: accepted envelopes Relay is
+	// expected to forward (Expected of those accepted) less those
+	// forwarded, at the end of the window.
 	BacklogEnd int64 `json:"backlog_at_window_end"`
+	// Expected is the share of accepted envelopes Relay is expected to
+	// forward as data envelopes: 1 for a generated pool; less for a
+	// replayed one holding envelopes of client reports or metrics alone,
+	// or of item types Relay forwards nothing of (trace_metric).
+	Expected float64 `json:"expected_share"`
 	// BacklogGrowth is the backlog's slope over the second half of the
 	// window (envelopes per second, least squares), after taking out the
 	// share of accepted envelopes that Relay never forwarded (Loss).
@@ -286,8 +293,9 @@ type Steady struct {
 	// Allowance is how much the backlog may grow over the second half:
 	// one batching interval's worth of accepted envelopes.
 	Allowance float64 `json:"allowance"`
-	// Loss is the share of accepted envelopes never forwarded once the
-	// drain settled (rate-limited or filtered inside Relay, or lost).
+	// Loss is the share of accepted envelopes never forwarded: those Relay
+	// is not expected to forward (1 − Expected) and, once the drain
+	// settled, those rate-limited or filtered inside Relay, or lost.
 	Loss float64 `json:"loss"`
 	// CatchUp is from blast's end until the last data envelope arrived;
 	// −1 when forwarding had not settled when the drain gave up.
@@ -312,7 +320,9 @@ type SecondPoint struct {
 	Accepted  int64 `json:"accepted"`
 	Forwarded int64 `json:"forwarded"`
 	// Backlog is accepted − forwarded, summed from blast's start to the
-	// end of this second.
+	// end of this second, counting of the accepted only the share Relay is
+	// expected to forward (Steady.Expected): what it never forwards is not
+	// a backlog.
 	Backlog int64   `json:"backlog"`
 	RSSMiB  float64 `json:"rss_mib"`
 	Cores   float64 `json:"cores"`

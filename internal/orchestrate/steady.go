@@ -20,7 +20,10 @@ const BatchInterval = time.Second
 // for n seconds: sent and accepted from blast's windows, forwarded from
 // the upstream's arrival timeline (data envelopes), Relay's RSS and cores
 // from the samples. samplesAt is blast's start on the samples' clock.
-func secondsSeries(n int, windows []blast.Window, blastStart time.Time, tl upstream.Timeline, smp []relayproc.Sample, samplesAt time.Duration) []SecondPoint {
+// share is the share of accepted envelopes Relay is expected to forward
+// (runner.expectedToForward; 1 for a generated pool): the backlog counts
+// only those, since an envelope Relay never forwards is not waiting.
+func secondsSeries(n int, windows []blast.Window, blastStart time.Time, tl upstream.Timeline, smp []relayproc.Sample, samplesAt time.Duration, share float64) []SecondPoint {
 	if n < len(windows) {
 		n = len(windows)
 	}
@@ -48,7 +51,7 @@ func secondsSeries(n int, windows []blast.Window, blastStart time.Time, tl upstr
 	for i := range pts {
 		a += pts[i].Accepted
 		f += pts[i].Forwarded
-		pts[i].Backlog = a - f
+		pts[i].Backlog = int64(math.Round(float64(a)*share)) - f
 	}
 	// RSS: the last sample inside each second; cores: between the last
 	// samples at or before the second's start and its end.

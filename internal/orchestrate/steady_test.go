@@ -44,7 +44,7 @@ func TestSecondsSeries(t *testing.T) {
 	start := time.Unix(1000, 0)
 	ws, tl, smp := relayModel(300, 200, 10, 5, 0)
 	tl.Start = start
-	pts := secondsSeries(15, ws, start, tl, smp, 0)
+	pts := secondsSeries(15, ws, start, tl, smp, 0, 1)
 	if len(pts) != 15 {
 		t.Fatalf("%d points", len(pts))
 	}
@@ -71,7 +71,7 @@ func TestSecondsSeries(t *testing.T) {
 	// 2): earlier arrivals fold into second 0.
 	tl.Start = start.Add(-2 * time.Second)
 	tl.Envelopes = append([]int64{5, 7}, tl.Envelopes...)
-	pts = secondsSeries(15, ws, start, tl, smp, 0)
+	pts = secondsSeries(15, ws, start, tl, smp, 0, 1)
 	if pts[0].Forwarded != 5+7+200 || pts[1].Forwarded != 200 {
 		t.Errorf("shifted: %+v %+v", pts[0], pts[1])
 	}
@@ -100,7 +100,7 @@ func TestSteadyState(t *testing.T) {
 	}
 	for _, tc := range tests {
 		ws, tl, smp := relayModel(tc.rate, tc.capacity, 20, 0, tc.loss)
-		pts := secondsSeries(20, ws, tl.Start, tl, smp, 0)
+		pts := secondsSeries(20, ws, tl.Start, tl, smp, 0, 1)
 		sd := steadyState(pts, 2, 20, tc.loss, smp, 0)
 		if sd.KeptPace() != tc.kept || math.Abs(sd.ForwardedRate-tc.fwdRate) > 1 || math.Abs(sd.BacklogGrowth-tc.growth) > 1 {
 			t.Errorf("%s: kept %v forwarded %.1f/s growth %.1f/s (%+v), want %v %.0f %.0f", tc.name, sd.KeptPace(), sd.ForwardedRate, sd.BacklogGrowth, sd, tc.kept, tc.fwdRate, tc.growth)

@@ -21,7 +21,8 @@ const maxStall = time.Second
 // judge sets the step's verdict and reasons.
 //
 // A step kept up when Relay answered (almost) every request in time and
-// forwarding kept pace: the backlog (accepted − forwarded) did not grow
+// forwarding kept pace: the backlog (accepted − forwarded, counting only
+// what Relay is expected to forward: runner.expectedToForward) did not grow
 // over the second half of the measured window by more than one batching
 // interval's worth, and the last envelope arrived within MaxCatchUp of
 // blast's end. Relay keeps answering 200 long after it stopped keeping up

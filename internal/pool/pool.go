@@ -3,15 +3,11 @@ package pool
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -197,29 +193,7 @@ type slot struct {
 // plan assigns kinds. Each index draws from its own stream, so the plan is
 // the same whatever the build parallelism; check-in pairs make it sequential.
 func plan(o *Options) []slot {
-	p := newPicker(o.Mix)
-	slots := make([]slot, o.Size)
-	for i := 0; i < o.Size; i++ {
-		u := stream(o.Seed, saltPlan, uint64(i)).Float64()
-		k := p.pick(u)
-		if k != KindCheckIn {
-			slots[i] = slot{kind: k, base: i}
-			continue
-		}
-		if i+1 < o.Size {
-			slots[i] = slot{kind: KindCheckIn, role: 1, base: i}
-			slots[i+1] = slot{kind: KindCheckIn, role: 2, base: i}
-			i++
-			continue
-		}
-		// The last slot cannot hold a pair: another kind, or a lone final check-in.
-		if k2, ok := p.pickNot(u, KindCheckIn); ok {
-			slots[i] = slot{kind: k2, base: i}
-		} else {
-			slots[i] = slot{kind: KindCheckIn, role: 0, base: i}
-		}
-	}
-	return slots
+	return newPlanner(o).next(make([]slot, 0, o.Size), 0, o.Size)
 }
 
 // Build builds the pool. It uses GOMAXPROCS goroutines; the result does not
@@ -314,40 +288,17 @@ func (p *Pool) Raw(i int) []byte { return p.Entries[i].raw }
 // Hash is a hex sha256 over every entry's metadata and raw envelope, in order.
 func (p *Pool) Hash() string {
 	h := sha256.New()
-	var n [8]byte
 	for i := range p.Entries {
-		e := &p.Entries[i]
-		for _, s := range []string{string(e.Kind), e.EventID, e.UserAgent, e.ForwardedFor} {
-			binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-			h.Write(n[:])
-			h.Write([]byte(s))
-		}
-		binary.LittleEndian.PutUint64(n[:], uint64(e.Project))
-		h.Write(n[:])
-		binary.LittleEndian.PutUint64(n[:], uint64(len(e.raw)))
-		h.Write(n[:])
-		h.Write(e.raw)
+		hashEntry(h, &p.Entries[i])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Stats counts entries, items and bytes per kind.
 func (p *Pool) Stats() Stats {
-	s := Stats{Entries: len(p.Entries), Encoding: string(p.Options.Encoding), ByKind: map[Kind]KindStats{}}
+	s := Stats{Encoding: string(p.Options.Encoding), ByKind: map[Kind]KindStats{}}
 	for i := range p.Entries {
-		e := &p.Entries[i]
-		ks := s.ByKind[e.Kind]
-		if ks.Entries == 0 || e.RawSize < ks.MinRaw {
-			ks.MinRaw = e.RawSize
-		}
-		ks.MaxRaw = max(ks.MaxRaw, e.RawSize)
-		ks.Entries++
-		ks.Items += e.Items
-		ks.RawBytes += int64(e.RawSize)
-		ks.EncodedBytes += int64(len(e.Body))
-		s.ByKind[e.Kind] = ks
-		s.RawBytes += int64(e.RawSize)
-		s.EncodedBytes += int64(len(e.Body))
+		s.add(&p.Entries[i])
 	}
 	s.HeldBytes = p.held
 	return s
@@ -385,40 +336,21 @@ var encodingExt = map[compression.Encoding]string{
 
 // Dump writes every raw envelope as <index>-<kind>.envelope, the encoded
 // body next to it (suffix .gz/.zlib/.br/.zst) unless the encoding is
-// identity, and manifest.json. dir is created if needed.
+// identity, and manifest.json. dir is created if needed. The manifest's
+// entries are written as the envelopes are, not held (DumpStream dumps a
+// generated pool without building it whole).
 func (p *Pool) Dump(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("pool: dump: %w", err)
-	}
-	m := Manifest{Options: p.Options, Hash: p.Hash(), Stats: p.Stats(), Entries: make([]ManifestEntry, len(p.Entries))}
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		pr := p.Options.Projects[e.Project]
-		name := fmt.Sprintf("%06d-%s.envelope", i, e.Kind)
-		if err := os.WriteFile(filepath.Join(dir, name), e.raw, 0o644); err != nil {
-			return fmt.Errorf("pool: dump: %w", err)
-		}
-		body := name
-		if ext, ok := encodingExt[p.Options.Encoding]; ok {
-			body = name + ext
-			if err := os.WriteFile(filepath.Join(dir, body), e.Body, 0o644); err != nil {
-				return fmt.Errorf("pool: dump: %w", err)
-			}
-		}
-		m.Entries[i] = ManifestEntry{
-			Index: i, File: name, BodyFile: body, Kind: e.Kind, ProjectID: pr.ID, PublicKey: pr.PublicKey,
-			EventID: e.EventID, UserAgent: e.UserAgent, ForwardedFor: e.ForwardedFor,
-			RawSize: e.RawSize, EncodedSize: len(e.Body), Encoding: string(p.Options.Encoding), Items: e.Items,
-		}
-	}
-	b, err := json.MarshalIndent(m, "", " ")
+	w, err := newDumpWriter(dir, p.Options)
 	if err != nil {
-		return fmt.Errorf("pool: dump: %w", err)
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("pool: dump: %w", err)
+	defer w.abort()
+	for i := range p.Entries {
+		if err := w.add(i, &p.Entries[i]); err != nil {
+			return err
+		}
 	}
-	return nil
+	return w.finish(p.held)
 }
 
 // estimateSample is how many entries Estimate builds to measure a pool.

@@ -171,7 +171,7 @@ func (c *Card) capacityCompared(w io.Writer) {
 		if st == nil {
 			continue
 		}
-		fmt.Fprintf(w, "\nThe backlog of %s at %s/s, second by second (accepted − forwarded since blast started):\n\n", name, report.Num(st.Rate))
+		fmt.Fprintf(w, "\nThe backlog of %s at %s/s, second by second (accepted − forwarded since blast started, of the accepted only those Relay is expected to forward):\n\n", name, report.Num(st.Rate))
 		t := report.NewTable(">s", ">accepted", ">forwarded", ">backlog", ">RSS MiB")
 		for _, p := range st.Seconds {
 			if p.T%2 == 0 || p.T == len(st.Seconds)-1 {

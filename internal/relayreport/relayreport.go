@@ -381,7 +381,7 @@ func (c *Card) Markdown(w io.Writer) {
 		}
 		t.Write(w)
 		if st := firstBehind(c.Capacity, ""); st != nil {
-			fmt.Fprintf(w, "\nThe backlog at %s/s, second by second (accepted − forwarded since blast started):\n\n", report.Num(st.Rate))
+			fmt.Fprintf(w, "\nThe backlog at %s/s, second by second (accepted − forwarded since blast started, of the accepted only those Relay is expected to forward):\n\n", report.Num(st.Rate))
 			t := report.NewTable(">s", ">accepted", ">forwarded", ">backlog", ">RSS MiB")
 			for _, p := range st.Seconds {
 				if p.T%2 == 0 || p.T == len(st.Seconds)-1 {

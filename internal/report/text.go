@@ -999,9 +999,9 @@ func chartLinks(w io.Writer, rep *orchestrate.Report, charts []string) {
 		return
 	}
 	fmt.Fprint(w, "### Each step second by second\n\n")
-	caption := "From blast's start to the end of the drain: envelopes per second blast sent, Relay accepted and forwarded; the backlog (accepted − forwarded); Relay's RSS. "
+	caption := "From blast's start to the end of the drain: envelopes per second blast sent, Relay accepted and forwarded; the backlog (accepted − forwarded, of the accepted only those Relay is expected to forward); Relay's RSS. "
 	if rep.Harness {
-		caption = "From blast's start to the end of the drain: envelopes per second blast sent, had accepted and the fake upstream received; the backlog (accepted − received); the harness's RSS. "
+		caption = "From blast's start to the end of the drain: envelopes per second blast sent, had accepted and the fake upstream received; the backlog (accepted − received, of the accepted only those that carry data); the harness's RSS. "
 	}
 	caption += "The shaded band is the measured window, the dashed line blast's end; a last second cut short by the drain's end is left out."
 	if len(steps) < withSeconds {

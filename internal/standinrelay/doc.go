@@ -118,10 +118,14 @@
 //
 // # What it does not do
 //
-// It does not look into items: no normalization, no PII scrubbing (canaries
-// reach the upstream as sent), no inbound filters, quotas, dynamic
-// sampling, metric extraction or feature checks; envelopes are not split
-// by processing group nor rewritten. It sends no outcomes (Relay 26.4.0
+// Of items it looks only at their types: client_report and trace_metric
+// items are accepted and never forwarded, and an envelope of nothing else
+// forwards nothing (Relay 26.4.0 turns client reports into outcomes and
+// drops trace metrics; seen with a replayed SDK capture). No
+// normalization, no PII scrubbing (canaries reach the upstream as sent),
+// no inbound filters, quotas, dynamic sampling, metric extraction or
+// feature checks; envelopes are not split by processing group nor
+// otherwise rewritten. It sends no outcomes (Relay 26.4.0
 // with emit_outcomes: true POSTs them to /api/0/relays/outcomes/; seen in
 // the 429 storm above) and no metrics of its own. It has no outage mode
 // (Relay's after http.outage_grace_period, 10 s, polling

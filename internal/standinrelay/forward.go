@@ -9,7 +9,8 @@ import (
 )
 
 // process handles one ready envelope: it is compressed for the upstream
-// (the stand-in's whole "processing": it does not look into the items)
+// (the stand-in's whole "processing": it does not look into the items;
+// the few types Relay never forwards were left out on ingest)
 // and handed to forwarding.
 func (r *Relay) process(ctx context.Context, j *job) {
 	start := time.Now()

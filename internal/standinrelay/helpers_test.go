@@ -146,11 +146,13 @@ func (s *standin) ready(t *testing.T) int {
 // item is one envelope item of relayload's kinds.
 func item(typ string) string {
 	payload := map[string]string{
-		"event":       `{"message":"hello","level":"info"}`,
-		"transaction": `{"type":"transaction","transaction":"/x","start_timestamp":1.0,"timestamp":2.0,"spans":[]}`,
-		"session":     `{"sid":"8a4b6a3c-8d6b-4f2e-9d4c-0a1b2c3d4e5f","status":"ok","started":"2026-01-01T00:00:00Z"}`,
-		"check_in":    `{"check_in_id":"83a7c03ed0a04e1b97e2e3b18d38f244","monitor_slug":"m","status":"ok"}`,
-		"log":         `{"items":[{"timestamp":1.0,"level":"info","body":"hi"}]}`,
+		"event":         `{"message":"hello","level":"info"}`,
+		"transaction":   `{"type":"transaction","transaction":"/x","start_timestamp":1.0,"timestamp":2.0,"spans":[]}`,
+		"session":       `{"sid":"8a4b6a3c-8d6b-4f2e-9d4c-0a1b2c3d4e5f","status":"ok","started":"2026-01-01T00:00:00Z"}`,
+		"check_in":      `{"check_in_id":"83a7c03ed0a04e1b97e2e3b18d38f244","monitor_slug":"m","status":"ok"}`,
+		"log":           `{"items":[{"timestamp":1.0,"level":"info","body":"hi"}]}`,
+		"client_report": `{"timestamp":"2026-01-01T00:00:00Z","discarded_events":[{"reason":"queue_overflow","category":"error","quantity":3}]}`,
+		"trace_metric":  `{"items":[{"timestamp":1.0,"name":"m","type":"counter","value":1}]}`,
 	}[typ]
 	return fmt.Sprintf(`{"type":%q,"length":%d}`+"\n%s\n", typ, len(payload), payload)
 }

@@ -43,6 +43,13 @@ func sentryKey(h string) string {
 	return ""
 }
 
+// neverForwarded reports whether Relay 26.4.0 accepts items of type t but
+// forwards them in no envelope: client reports become outcomes, trace
+// metrics are dropped without one. An envelope holding only these is
+// answered 200 and forwards nothing; in one with other items they are left
+// out.
+func neverForwarded(t string) bool { return t == "client_report" || t == "trace_metric" }
+
 // handleEnvelope is POST /api/{project_id}/envelope/, authenticated by
 // X-Sentry-Auth. Envelopes are accepted into the buffer and answered
 // before they are processed, as Relay does.
@@ -90,6 +97,9 @@ func (r *Relay) handleEnvelope(w http.ResponseWriter, req *http.Request) {
 	var limitedUntil time.Time
 	kept := env.Items[:0]
 	for _, it := range env.Items {
+		if neverForwarded(it.Type) {
+			continue
+		}
 		if until, limited := r.limits.check(key, it.Type, now); limited {
 			if until.After(limitedUntil) {
 				limitedUntil = until

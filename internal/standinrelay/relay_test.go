@@ -198,3 +198,27 @@ func TestUpstream429(t *testing.T) {
 		t.Errorf("%d envelopes answered 429 upstream, want 1 (the limited key's are not sent)", n)
 	}
 }
+
+// TestNeverForwardedItems: like Relay 26.4.0, the stand-in answers 200 to
+// an envelope of client reports or trace metrics alone and forwards
+// nothing of it, and forwards an event sent beside them without them.
+func TestNeverForwardedItems(t *testing.T) {
+	g := newRig(t, upstream.Config{})
+	s := startStandin(t, g.url, nil)
+	waitFor(t, 10*time.Second, "readiness", func() bool { return s.ready(t) == 200 })
+	for _, body := range [][]byte{
+		envelopeOf("", item("client_report")),
+		envelopeOf("", item("trace_metric")),
+		envelopeOf("", item("client_report"), item("trace_metric")),
+		envelopeOf(strings.Repeat("a", 32), item("event"), item("client_report")),
+	} {
+		if status, _, resp := s.post(t, g.ps[0], body); status != 200 {
+			t.Fatalf("%q: %d %s", body, status, resp)
+		}
+	}
+	waitFor(t, 10*time.Second, "the event upstream", func() bool { return g.srv.DataEnvelopes() >= 1 })
+	st := g.srv.Stats()
+	if st.Envelopes != 1 || st.ItemsByType["event"] != 1 || st.ItemsByType["client_report"] != 0 || st.ItemsByType["trace_metric"] != 0 {
+		t.Errorf("upstream got %d envelopes, items %v; want the event alone", st.Envelopes, st.ItemsByType)
+	}
+}
