@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,42 @@ const (
 	DefaultTimeout     = 5 * time.Second
 	DefaultSDKClient   = "relayload-blast/1.0"
 )
+
+// Limits of the shared schedule, refused beyond (Config fields Rate, Count,
+// Warmup and Duration): the pacer releases one slot at a time, so a rate or
+// count it cannot work through would spin for minutes, and slot times and
+// counts must stay far from overflowing int64 nanoseconds and counters.
+const (
+	// MinRate and MaxRate bound an open-loop Rate, in requests per second
+	// over all shards.
+	MinRate = 0.001
+	MaxRate = 1e7
+	// MaxCount bounds Count, and every counter of a Result.
+	MaxCount = int64(1e15)
+	// MaxSpan bounds Warmup + Duration.
+	MaxSpan = 366 * 24 * time.Hour
+)
+
+// RateLimits says, for error messages, which rates a Config takes.
+var RateLimits = fmt.Sprintf("a rate from %s to %s requests/s", formatRate(MinRate), formatRate(MaxRate))
+
+// CheckRate reports whether r (requests per second, not 0: closed loop)
+// is a rate the schedule can run: MinRate to MaxRate.
+func CheckRate(r float64) error {
+	if !(r >= MinRate && r <= MaxRate) { // NaN too
+		return fmt.Errorf("%s: want %s", formatRate(r), RateLimits)
+	}
+	return nil
+}
+
+// formatRate writes a rate in plain digits (10000000, not 1e+07) unless it
+// is out of any sane range.
+func formatRate(r float64) string {
+	if r != 0 && (abs(r) >= 1e12 || abs(r) < 1e-6) {
+		return strconv.FormatFloat(r, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
 
 // MaxKinds bounds the kinds of envelope in a pool: requests are counted
 // per kind in fixed tables.
@@ -118,6 +155,9 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	if c.Duration == 0 && c.Count == 0 {
 		c.Duration = DefaultDuration
 	}
+	if err := c.checkMeasured(); err != nil {
+		return c, nil, err
+	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight
 	}
@@ -168,8 +208,10 @@ func (c *Config) check() error {
 	if len(kinds) > MaxKinds {
 		return configerr.Errorf("Pool", "%d kinds of envelope: at most %d are counted", len(kinds), MaxKinds)
 	}
-	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
-		return configerr.Errorf("Rate", "%v: want a positive number or max", c.Rate)
+	if c.Rate != 0 {
+		if err := CheckRate(c.Rate); err != nil {
+			return configerr.Errorf("Rate", "%v or max", err)
+		}
 	}
 	for _, d := range []struct {
 		field string
@@ -178,6 +220,34 @@ func (c *Config) check() error {
 		{"Grace", int64(c.Grace)}, {"Concurrency", int64(c.Concurrency)}, {"MaxInflight", int64(c.MaxInflight)}, {"MaxConns", int64(c.MaxConns)}} {
 		if d.v < 0 {
 			return configerr.New(d.field, "must not be negative")
+		}
+	}
+	if c.Count > MaxCount {
+		return configerr.Errorf("Count", "%d: want at most %d", c.Count, MaxCount)
+	}
+	if c.Warmup > MaxSpan || c.Duration > MaxSpan || c.Warmup+c.Duration > MaxSpan {
+		return configerr.New("Duration", fmt.Sprintf("%v with %%s %v: want them together at most %v", c.Duration, c.Warmup, MaxSpan), "Warmup")
+	}
+	return nil
+}
+
+// checkMeasured refuses a measured schedule that holds no slot for some
+// shard: it would send nothing, or report a rate from a single request
+// timed over microseconds. Rate·Duration slots fall in the measured period,
+// and a shard needs one of them; Count slots are counted over all shards.
+func (c *Config) checkMeasured() error {
+	if c.Count > 0 && c.Count < int64(c.Shards) {
+		return configerr.New("Count", fmt.Sprintf("%d over %d %%s: want at least one slot per shard (%d)", c.Count, c.Shards, c.Shards), "Shard")
+	}
+	if c.Rate > 0 && c.Duration > 0 {
+		least := time.Duration(math.Ceil(float64(c.Shards) / c.Rate * 1e9))
+		if c.Duration < least {
+			per := ""
+			if c.Shards > 1 {
+				per = fmt.Sprintf(" per shard (%d)", c.Shards)
+			}
+			return configerr.New("Duration", fmt.Sprintf("%v at %%s %s/s holds less than one request%s: want at least %v, or a higher %%s",
+				c.Duration, formatRate(c.Rate), per, least), "Rate", "Rate")
 		}
 	}
 	return nil
