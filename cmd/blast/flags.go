@@ -157,5 +157,14 @@ func (o *options) check() error {
 	case o.client != blast.ClientFastHTTP && o.client != blast.ClientNetHTTP:
 		return cli.Usagef("--client %q: want fasthttp or net/http", o.client)
 	}
+	if o.dump == "" {
+		// Before the pool is built: a schedule blast cannot run (a rate
+		// beyond what it can pace, less than one request in --duration)
+		// is bad usage, with the limit named.
+		s := blast.Config{Rate: o.rateV, Duration: o.duration, Count: o.count, Warmup: o.warmup, Shard: o.shard, Shards: o.shards}
+		if err := s.CheckSchedule(); err != nil {
+			return err
+		}
+	}
 	return nil
 }

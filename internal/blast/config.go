@@ -143,19 +143,10 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	if err != nil {
 		return c, nil, err
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkPool(); err != nil {
 		return c, nil, err
 	}
-	if c.Shards == 0 && c.Shard == 0 {
-		c.Shards = 1
-	}
-	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
-		return c, nil, configerr.Errorf("Shard", "%d/%d: want 0 <= i < N", c.Shard, c.Shards)
-	}
-	if c.Duration == 0 && c.Count == 0 {
-		c.Duration = DefaultDuration
-	}
-	if err := c.checkMeasured(); err != nil {
+	if err := c.scheduleDefaults(); err != nil {
 		return c, nil, err
 	}
 	if c.MaxInflight == 0 {
@@ -193,8 +184,33 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	return c, u, nil
 }
 
-// check validates the fields that have no default to fill.
-func (c *Config) check() error {
+// CheckSchedule reports what Run would refuse in the fields that define
+// the schedule (Rate, Duration, Count, Warmup, Shard, Shards), so that a
+// program can refuse them before it builds a pool. Errors are *ConfigError
+// naming the field and the limit.
+func (c Config) CheckSchedule() error {
+	return c.scheduleDefaults()
+}
+
+// scheduleDefaults checks the schedule's fields and fills their defaults.
+func (c *Config) scheduleDefaults() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.Shards == 0 && c.Shard == 0 {
+		c.Shards = 1
+	}
+	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
+		return configerr.Errorf("Shard", "%d/%d: want 0 <= i < N", c.Shard, c.Shards)
+	}
+	if c.Duration == 0 && c.Count == 0 {
+		c.Duration = DefaultDuration
+	}
+	return c.checkMeasured()
+}
+
+// checkPool validates the pool.
+func (c *Config) checkPool() error {
 	if c.Pool == nil || len(c.Pool.Entries) == 0 {
 		return configerr.New("Pool", "empty pool")
 	}
@@ -208,6 +224,11 @@ func (c *Config) check() error {
 	if len(kinds) > MaxKinds {
 		return configerr.Errorf("Pool", "%d kinds of envelope: at most %d are counted", len(kinds), MaxKinds)
 	}
+	return nil
+}
+
+// check validates the fields that have no default to fill.
+func (c *Config) check() error {
 	if c.Rate != 0 {
 		if err := CheckRate(c.Rate); err != nil {
 			return configerr.Errorf("Rate", "%v or max", err)
@@ -237,7 +258,7 @@ func (c *Config) check() error {
 // and a shard needs one of them; Count slots are counted over all shards.
 func (c *Config) checkMeasured() error {
 	if c.Count > 0 && c.Count < int64(c.Shards) {
-		return configerr.New("Count", fmt.Sprintf("%d over %d %%s: want at least one slot per shard (%d)", c.Count, c.Shards, c.Shards), "Shard")
+		return configerr.New("Count", fmt.Sprintf("%d with %%s i/%d: want at least %d, one slot per shard", c.Count, c.Shards, c.Shards), "Shard")
 	}
 	if c.Rate > 0 && c.Duration > 0 {
 		least := time.Duration(math.Ceil(float64(c.Shards) / c.Rate * 1e9))
