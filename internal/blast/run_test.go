@@ -35,6 +35,10 @@ const exact = 30 * time.Second
 // checkInvariants asserts the Result's accounting identities.
 func checkInvariants(t *testing.T, r *Result) {
 	t.Helper()
+	// What Merge checks of a part holds for every real run.
+	if err := r.checkInvariants(); err != nil {
+		t.Errorf("Result.checkInvariants: %v", err)
+	}
 	var statuses, errs, kinds int64
 	for _, n := range r.ByStatus {
 		statuses += n
