@@ -496,6 +496,32 @@ func TestMergeRefuses(t *testing.T) {
 	if err := os.Symlink(a, linkToA); err != nil {
 		t.Fatal(err)
 	}
+	// Hand-damaged copies of b (issue 33: they merged into "achieved
+	// -4.6e18/s", valid, exit 0).
+	damaged := func(name string, edit func(m map[string]any)) string {
+		buf, err := os.ReadFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(buf))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		if buf, err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(f, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	sentNegative := damaged("sent-negative", func(m map[string]any) { m["sent"] = json.Number("-9223372036854775409") })
+	okAboveSent := damaged("ok-above-sent", func(m map[string]any) { m["ok"] = json.Number("1000") })
+	sentMax := damaged("sent-max", func(m map[string]any) { m["sent"] = json.Number("9223372036854775807") })
 	ab := filepath.Join(dir, "ab.json")
 	stdout, stderr, code := runBlast(t, "merge", "--out", ab, a, b)
 	wantMeasured(t, code, stdout, stderr)
@@ -521,6 +547,9 @@ func TestMergeRefuses(t *testing.T) {
 		{"another warm-up", []string{a, warm}, []string{"warm-up", "warm.json"}},
 		{"another shard count", []string{a, shards3}, []string{"shards", "shards3.json"}},
 		{"another pool", []string{a, mix}, []string{"pool", "mix.json"}},
+		{"a part with sent negative", []string{a, sentNegative}, []string{"sent-negative.json is damaged: sent -9223372036854775409: want 0..1000000000000000"}},
+		{"a part with ok above sent", []string{a, okAboveSent}, []string{"ok-above-sent.json is damaged: ok 1000 != the 2xx of by_status 20"}},
+		{"a part with sent 2^63-1", []string{sentMax, a}, []string{"sent-max.json is damaged: sent 9223372036854775807"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "merged.json")
