@@ -107,6 +107,7 @@ func TestBadInput(t *testing.T) {
 		{"--count", "9223372036854775807"},
 		{"--count", "1", "--shard", "1/2"},
 		{"--warmup", "8000h", "--duration", "8000h"},
+		{"--rate", "max", "--concurrency", "1000000000"},
 	} {
 		args := append(append([]string{}, ok...), tc...)
 		_, stderr, code := runBlast(t, args...)

@@ -36,6 +36,9 @@ const (
 	MaxCount = int64(1e15)
 	// MaxSpan bounds Warmup + Duration.
 	MaxSpan = 366 * 24 * time.Hour
+	// MaxConcurrency bounds the closed loop's workers, each started at
+	// once with its own connection (orchestrate takes as many).
+	MaxConcurrency = 10000
 )
 
 // RateLimits says, for error messages, which rates a Config takes.
@@ -185,7 +188,7 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 }
 
 // CheckSchedule reports what Run would refuse in the fields that define
-// the schedule (Rate, Duration, Count, Warmup, Shard, Shards), so that a
+// the schedule (Rate, Concurrency, Duration, Count, Warmup, Shard, Shards), so that a
 // program can refuse them before it builds a pool. Errors are *ConfigError
 // naming the field and the limit.
 func (c Config) CheckSchedule() error {
@@ -242,6 +245,9 @@ func (c *Config) check() error {
 		if d.v < 0 {
 			return configerr.New(d.field, "must not be negative")
 		}
+	}
+	if c.Concurrency > MaxConcurrency {
+		return configerr.Errorf("Concurrency", "%d: want 1 to %d", c.Concurrency, MaxConcurrency)
 	}
 	if c.Count > MaxCount {
 		return configerr.Errorf("Count", "%d: want at most %d", c.Count, MaxCount)

@@ -564,6 +564,7 @@ func TestRunRefusesWhatTheScheduleCannotHold(t *testing.T) {
 		{"the default duration at a tiny rate", func(c *Config) { c.Rate = 0.01 }, []string{"Duration: 10s at Rate 0.01/s", "at least 1m40s"}},
 		{"fewer slots than shards", func(c *Config) { c.Rate, c.Count, c.Shard, c.Shards = 1000, 1, 1, 2 }, []string{"Count: 1 with Shard i/2", "want at least 2, one slot per shard"}},
 		{"a count that overflows the schedule", func(c *Config) { c.Rate, c.Count = 1000, math.MaxInt64 }, []string{"Count: 9223372036854775807", "at most 1000000000000000"}},
+		{"more closed-loop workers than connections", func(c *Config) { c.Concurrency, c.Count = 1e9, 10 }, []string{"Concurrency: 1000000000: want 1 to 10000"}},
 		{"a warm-up and duration that overflow", func(c *Config) { c.Rate, c.Warmup, c.Duration = 1000, math.MaxInt64, time.Second }, []string{"Duration: 1s with Warmup", "at most 8784h"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
