@@ -38,7 +38,7 @@ type options struct {
 // define binds the flags to o.
 func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.target, "target", "", "base `URL` of the Relay or fake-upstream, e.g. http://127.0.0.1:3000")
-	fs.StringVar(&o.rate, "rate", "1000", "`RATE` in requests per second over all shards, or max (closed loop with --concurrency)")
+	fs.StringVar(&o.rate, "rate", "1000", "`RATE` in requests per second over all shards, 0.001 to 10000000 (at least one request per shard in --duration), or max (closed loop with --concurrency)")
 	fs.DurationVar(&o.duration, "duration", 0, "measured duration; 0: 10s, or until --count")
 	fs.Int64Var(&o.count, "count", 0, "measured requests of the shared schedule (all shards); ends the run first if reached; 0: no limit")
 	fs.DurationVar(&o.warmup, "warmup", 0, "discarded warm-up sent before the measured schedule; 0: none")
@@ -55,7 +55,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.out, "out", "", "write the result as JSON to `FILE` (blast merge reads it)")
 	fs.StringVar(&o.envelopes, "envelopes", "", "build the pool from the recorded *.envelope files in `DIR` (a fake-upstream --capture or a blast --dump) instead of generating it: each re-targeted to the projects, with new ids and current timestamps")
 	fs.StringVar(&o.dump, "dump", "", "write the pool to `DIR` (envelopes + manifest.json) and exit")
-	fs.IntVar(&o.concurrency, "concurrency", blast.DefaultConcurrency, "closed-loop workers with --rate max")
+	fs.IntVar(&o.concurrency, "concurrency", blast.DefaultConcurrency, "closed-loop workers with --rate max, 1 to 10000")
 	fs.IntVar(&o.maxInflight, "max-inflight", blast.DefaultMaxInflight, "requests in flight at most; slots beyond are dropped")
 	fs.IntVar(&o.maxConns, "max-conns", blast.DefaultMaxConns, "connections to the target at most; requests beyond wait for one (counted in latency)")
 	fs.StringVar(&o.shardSpec, "shard", "0/1", "send shard `i/N` of the shared schedule (slots k with k mod N = i)")
@@ -109,7 +109,7 @@ var mergeHelp = cli.Help{
 }
 
 // exitStatus ends --help.
-const exitStatus = `Exit status: 0 the run (or merged result) is valid; 1 it is INVALID (no request succeeded, more than 1% of requests unanswered (refused, reset, timed out), more than 0.1% of slots dropped, schedule lag p99 over 5ms, or requests abandoned: the reasons are printed, the result still written) or blast failed; 2 bad usage (a flag, or result files that merge refuses: one given twice, overlapping shards, different schedules); 130 interrupted (the partial result is printed and written).`
+const exitStatus = `Exit status: 0 the run (or merged result) is valid; 1 it is INVALID (no request succeeded, more than 1% of requests unanswered (refused, reset, timed out), more than 0.1% of slots dropped, schedule lag p99 over 5ms, or requests abandoned: the reasons are printed, the result still written) or blast failed; 2 bad usage (a flag, or result files that merge refuses: one given twice, overlapping shards, different schedules, a damaged file whose counters do not add up); 130 interrupted (the partial result is printed and written).`
 
 // check parses and validates the flags.
 func (o *options) check() error {
@@ -156,6 +156,15 @@ func (o *options) check() error {
 		return cli.Usagef("--concurrency, --max-inflight and --max-conns must be >= 1")
 	case o.client != blast.ClientFastHTTP && o.client != blast.ClientNetHTTP:
 		return cli.Usagef("--client %q: want fasthttp or net/http", o.client)
+	}
+	if o.dump == "" {
+		// Before the pool is built: a schedule blast cannot run (a rate
+		// beyond what it can pace, less than one request in --duration)
+		// is bad usage, with the limit named.
+		s := blast.Config{Rate: o.rateV, Concurrency: o.concurrency, Duration: o.duration, Count: o.count, Warmup: o.warmup, Shard: o.shard, Shards: o.shards}
+		if err := s.CheckSchedule(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

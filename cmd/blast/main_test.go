@@ -97,6 +97,17 @@ func TestBadInput(t *testing.T) {
 		{"--envelopes", t.TempDir()},
 		{"--envelopes", "/nonexistent"},
 		{"--envelopes", "../../internal/replay/testdata/bad"},
+		// Issue 33: what the schedule cannot hold, refused before anything
+		// runs (1e300 used to spin for minutes, 1e-9 sent nothing, 1ns
+		// reported 16399.4/s from one request).
+		{"--rate", "1e300", "--duration", "1s"},
+		{"--rate", "1e9"},
+		{"--rate", "1e-9", "--count", "0", "--duration", "1s"},
+		{"--count", "0", "--duration", "1ns"},
+		{"--count", "9223372036854775807"},
+		{"--count", "1", "--shard", "1/2"},
+		{"--warmup", "8000h", "--duration", "8000h"},
+		{"--rate", "max", "--concurrency", "1000000000"},
 	} {
 		args := append(append([]string{}, ok...), tc...)
 		_, stderr, code := runBlast(t, args...)
@@ -236,6 +247,47 @@ func TestInterrupt(t *testing.T) {
 	}
 	if !r.Interrupted || r.Sent < 200 || r.Sent != n.Load() || !strings.Contains(o.String(), "interrupted") {
 		t.Fatalf("interrupted %v sent %d server %d\n%s", r.Interrupted, r.Sent, n.Load(), o.String())
+	}
+}
+
+// SIGTERM ends a run promptly however far behind its schedule the pacer is:
+// at the highest rate, with few requests allowed in flight, almost every
+// slot is due at once and dropped, and the pacer never sleeps (issue 33:
+// it ignored SIGTERM until its whole plan was released).
+func TestTermWhileBehind(t *testing.T) {
+	srv, n := sink(t)
+	cmd := exec.Command(binary(t), "--target", srv.URL, "--rate", "10000000", "--duration", "300s", "--pool", "20",
+		"--max-inflight", "16", "--max-conns", "16", "--timeout", "2s")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill() // a pacer that ignores the signal: ended here
+	deadline := time.Now().Add(30 * time.Second)
+	for n.Load() < 100 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n.Load() < 100 {
+		t.Fatalf("blast sent %d requests in 30s", n.Load())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The grace for requests in flight is --timeout (2s); the rest is
+	// room for a loaded machine, far below the 300s plan.
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Fatalf("exit %v, want status 130\n%s\n%s", err, o.String(), e.String())
+		}
+		if !strings.Contains(o.String(), "interrupted") {
+			t.Errorf("the partial result does not say interrupted:\n%s", o.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("blast still running 60s after SIGTERM")
 	}
 }
 
@@ -445,6 +497,32 @@ func TestMergeRefuses(t *testing.T) {
 	if err := os.Symlink(a, linkToA); err != nil {
 		t.Fatal(err)
 	}
+	// Hand-damaged copies of b (issue 33: they merged into "achieved
+	// -4.6e18/s", valid, exit 0).
+	damaged := func(name string, edit func(m map[string]any)) string {
+		buf, err := os.ReadFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(buf))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		if buf, err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(f, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	sentNegative := damaged("sent-negative", func(m map[string]any) { m["sent"] = json.Number("-9223372036854775409") })
+	okAboveSent := damaged("ok-above-sent", func(m map[string]any) { m["ok"] = json.Number("1000") })
+	sentMax := damaged("sent-max", func(m map[string]any) { m["sent"] = json.Number("9223372036854775807") })
 	ab := filepath.Join(dir, "ab.json")
 	stdout, stderr, code := runBlast(t, "merge", "--out", ab, a, b)
 	wantMeasured(t, code, stdout, stderr)
@@ -470,6 +548,9 @@ func TestMergeRefuses(t *testing.T) {
 		{"another warm-up", []string{a, warm}, []string{"warm-up", "warm.json"}},
 		{"another shard count", []string{a, shards3}, []string{"shards", "shards3.json"}},
 		{"another pool", []string{a, mix}, []string{"pool", "mix.json"}},
+		{"a part with sent negative", []string{a, sentNegative}, []string{"sent-negative.json is damaged: sent -9223372036854775409: want 0..1000000000000000"}},
+		{"a part with ok above sent", []string{a, okAboveSent}, []string{"ok-above-sent.json is damaged: ok 1000 != the 2xx of by_status 20"}},
+		{"a part with sent 2^63-1", []string{sentMax, a}, []string{"sent-max.json is damaged: sent 9223372036854775807"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "merged.json")

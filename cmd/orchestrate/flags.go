@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/cli"
 	"github.com/relayload/relayload/internal/cli/upstreamflag"
 	"github.com/relayload/relayload/internal/compare"
@@ -241,8 +242,8 @@ func (o *options) rateList(cfg *orchestrate.Config) error {
 			continue
 		}
 		v, err := strconv.ParseFloat(r, 64)
-		if err != nil || !(v > 0) {
-			return cli.Usagef("--rates: %q is not a positive number or max", r)
+		if err != nil || blast.CheckRate(v) != nil {
+			return cli.Usagef("--rates: %q is not %s, or max", r, blast.RateLimits)
 		}
 		cfg.Rates = append(cfg.Rates, v)
 	}

@@ -30,7 +30,11 @@ func TestBadFlagsExit2WithOneLine(t *testing.T) {
 		want string
 	}{
 		{[]string{}, "--rates is required"},
-		{[]string{"--rates", "100,abc"}, `"abc" is not a positive number`},
+		{[]string{"--rates", "100,abc"}, `"abc" is not a rate from 0.001 to 10000000 requests/s, or max`},
+		// Issue 33: the limit named ("want a number above 0 or max" hid the 1e7 cap).
+		{[]string{"--rates", "1e300"}, `--rates: "1e300" is not a rate from 0.001 to 10000000 requests/s, or max`},
+		{[]string{"--rates", "100,1e-9"}, `"1e-9" is not a rate from 0.001`},
+		{[]string{"--rates", "10", "--duration", "50ms"}, "--duration: 50ms at rate 10/s holds less than one request: want at least 100ms, or higher --rates"},
 		{[]string{"--rates", "100", "--nope"}, "unknown flag --nope (see --help)"},
 		{[]string{"--rates", "100", "--duration", "soon"}, `--duration "soon": not a duration`},
 		{[]string{"--rates", "100", "--duration", "5"}, "--duration 5: a duration needs a unit, e.g. 5s or 5ms"},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	neturl "net/url"
 	"strconv"
@@ -17,15 +16,15 @@ import (
 	"github.com/relayload/relayload/projects"
 )
 
-// ParseRate parses a rate: a positive number of requests per second, or
+// ParseRate parses a rate: requests per second from MinRate to MaxRate, or
 // "max" (returned as 0: closed loop).
 func ParseRate(s string) (float64, error) {
 	if strings.EqualFold(s, "max") {
 		return 0, nil
 	}
 	r, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
-		return 0, configerr.Errorf("Rate", "%q: want a positive number or max", s)
+	if err != nil || CheckRate(r) != nil {
+		return 0, configerr.Errorf("Rate", "%q: want %s, or max", s, RateLimits)
 	}
 	return r, nil
 }

@@ -5,18 +5,22 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
 func TestParseRate(t *testing.T) {
-	for s, want := range map[string]float64{"max": 0, "MAX": 0, "1000": 1000, "0.5": 0.5, "2e4": 20000} {
+	for s, want := range map[string]float64{"max": 0, "MAX": 0, "1000": 1000, "0.5": 0.5, "2e4": 20000, "1e7": MaxRate, "0.001": MinRate} {
 		if got, err := ParseRate(s); err != nil || got != want {
 			t.Errorf("ParseRate(%q) = %v, %v", s, got, err)
 		}
 	}
-	for _, s := range []string{"", "-1", "0", "NaN", "Inf", "fast", "10/s"} {
-		if _, err := ParseRate(s); !errors.Is(err, ErrConfig) {
+	for _, s := range []string{"", "-1", "0", "NaN", "Inf", "fast", "10/s", "1e300", "1e9", "10000000.5", "1e-9", "0.0009"} {
+		_, err := ParseRate(s)
+		if !errors.Is(err, ErrConfig) {
 			t.Errorf("ParseRate(%q) accepted", s)
+		} else if !strings.Contains(err.Error(), "want a rate from 0.001 to 10000000 requests/s, or max") {
+			t.Errorf("ParseRate(%q): %v, want the limits named", s, err)
 		}
 	}
 }
@@ -63,11 +67,12 @@ func FuzzParseShard(f *testing.F) {
 }
 
 func FuzzParseRate(f *testing.F) {
-	f.Add("1000")
-	f.Add("max")
+	for _, s := range []string{"1000", "max", "1e300", "1e9", "1e-9", "10000000", "0.001", "1e7.0000001"} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseRate(s)
-		if err == nil && !(r > 0 || r == 0 && (s == "max" || len(s) == 3)) {
+		if err == nil && !(r >= MinRate && r <= MaxRate || r == 0 && (s == "max" || len(s) == 3)) {
 			t.Fatalf("%q → %v", s, r)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,45 @@ const (
 	DefaultTimeout     = 5 * time.Second
 	DefaultSDKClient   = "relayload-blast/1.0"
 )
+
+// Limits of the shared schedule, refused beyond (Config fields Rate, Count,
+// Warmup and Duration): the pacer releases one slot at a time, so a rate or
+// count it cannot work through would spin for minutes, and slot times and
+// counts must stay far from overflowing int64 nanoseconds and counters.
+const (
+	// MinRate and MaxRate bound an open-loop Rate, in requests per second
+	// over all shards.
+	MinRate = 0.001
+	MaxRate = 1e7
+	// MaxCount bounds Count, and every counter of a Result.
+	MaxCount = int64(1e15)
+	// MaxSpan bounds Warmup + Duration.
+	MaxSpan = 366 * 24 * time.Hour
+	// MaxConcurrency bounds the closed loop's workers, each started at
+	// once with its own connection (orchestrate takes as many).
+	MaxConcurrency = 10000
+)
+
+// RateLimits says, for error messages, which rates a Config takes.
+var RateLimits = fmt.Sprintf("a rate from %s to %s requests/s", formatRate(MinRate), formatRate(MaxRate))
+
+// CheckRate reports whether r (requests per second, not 0: closed loop)
+// is a rate the schedule can run: MinRate to MaxRate.
+func CheckRate(r float64) error {
+	if !(r >= MinRate && r <= MaxRate) { // NaN too
+		return fmt.Errorf("%s: want %s", formatRate(r), RateLimits)
+	}
+	return nil
+}
+
+// formatRate writes a rate in plain digits (10000000, not 1e+07) unless it
+// is out of any sane range.
+func formatRate(r float64) string {
+	if r != 0 && (abs(r) >= 1e12 || abs(r) < 1e-6) {
+		return strconv.FormatFloat(r, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
 
 // MaxKinds bounds the kinds of envelope in a pool: requests are counted
 // per kind in fixed tables.
@@ -110,17 +150,11 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	if err != nil {
 		return c, nil, err
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkPool(); err != nil {
 		return c, nil, err
 	}
-	if c.Shards == 0 && c.Shard == 0 {
-		c.Shards = 1
-	}
-	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
-		return c, nil, configerr.Errorf("Shard", "%d/%d: want 0 <= i < N", c.Shard, c.Shards)
-	}
-	if c.Duration == 0 && c.Count == 0 {
-		c.Duration = DefaultDuration
+	if err := c.scheduleDefaults(); err != nil {
+		return c, nil, err
 	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight
@@ -157,8 +191,33 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	return c, u, nil
 }
 
-// check validates the fields that have no default to fill.
-func (c *Config) check() error {
+// CheckSchedule reports what Run would refuse in the fields that define
+// the schedule (Rate, Concurrency, Duration, Count, Warmup, Shard, Shards), so that a
+// program can refuse them before it builds a pool. Errors are *ConfigError
+// naming the field and the limit.
+func (c Config) CheckSchedule() error {
+	return c.scheduleDefaults()
+}
+
+// scheduleDefaults checks the schedule's fields and fills their defaults.
+func (c *Config) scheduleDefaults() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.Shards == 0 && c.Shard == 0 {
+		c.Shards = 1
+	}
+	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
+		return configerr.Errorf("Shard", "%d/%d: want 0 <= i < N", c.Shard, c.Shards)
+	}
+	if c.Duration == 0 && c.Count == 0 {
+		c.Duration = DefaultDuration
+	}
+	return c.checkMeasured()
+}
+
+// checkPool validates the pool.
+func (c *Config) checkPool() error {
 	if c.Pool == nil || len(c.Pool.Entries) == 0 {
 		return configerr.New("Pool", "empty pool")
 	}
@@ -172,8 +231,15 @@ func (c *Config) check() error {
 	if len(kinds) > MaxKinds {
 		return configerr.Errorf("Pool", "%d kinds of envelope: at most %d are counted", len(kinds), MaxKinds)
 	}
-	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 {
-		return configerr.Errorf("Rate", "%v: want a positive number or max", c.Rate)
+	return nil
+}
+
+// check validates the fields that have no default to fill.
+func (c *Config) check() error {
+	if c.Rate != 0 {
+		if err := CheckRate(c.Rate); err != nil {
+			return configerr.Errorf("Rate", "%v or max", err)
+		}
 	}
 	for _, d := range []struct {
 		field string
@@ -182,6 +248,37 @@ func (c *Config) check() error {
 		{"Grace", int64(c.Grace)}, {"Concurrency", int64(c.Concurrency)}, {"MaxInflight", int64(c.MaxInflight)}, {"MaxConns", int64(c.MaxConns)}} {
 		if d.v < 0 {
 			return configerr.New(d.field, "must not be negative")
+		}
+	}
+	if c.Concurrency > MaxConcurrency {
+		return configerr.Errorf("Concurrency", "%d: want 1 to %d", c.Concurrency, MaxConcurrency)
+	}
+	if c.Count > MaxCount {
+		return configerr.Errorf("Count", "%d: want at most %d", c.Count, MaxCount)
+	}
+	if c.Warmup > MaxSpan || c.Duration > MaxSpan || c.Warmup+c.Duration > MaxSpan {
+		return configerr.New("Duration", fmt.Sprintf("%v with %%s %v: want them together at most %v", c.Duration, c.Warmup, MaxSpan), "Warmup")
+	}
+	return nil
+}
+
+// checkMeasured refuses a measured schedule that holds no slot for some
+// shard: it would send nothing, or report a rate from a single request
+// timed over microseconds. Rate·Duration slots fall in the measured period,
+// and a shard needs one of them; Count slots are counted over all shards.
+func (c *Config) checkMeasured() error {
+	if c.Count > 0 && c.Count < int64(c.Shards) {
+		return configerr.New("Count", fmt.Sprintf("%d with %%s i/%d: want at least %d, one slot per shard", c.Count, c.Shards, c.Shards), "Shard")
+	}
+	if c.Rate > 0 && c.Duration > 0 {
+		least := time.Duration(math.Ceil(float64(c.Shards) / c.Rate * 1e9))
+		if c.Duration < least {
+			per := ""
+			if c.Shards > 1 {
+				per = fmt.Sprintf(" per shard (%d)", c.Shards)
+			}
+			return configerr.New("Duration", fmt.Sprintf("%v at %%s %s/s holds less than one request%s: want at least %v, or a higher %%s",
+				c.Duration, formatRate(c.Rate), per, least), "Rate", "Rate")
 		}
 	}
 	return nil

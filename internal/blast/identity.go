@@ -102,7 +102,8 @@ func scheduleDiff(a, b *Result) string {
 }
 
 // checkMergeable refuses results that cannot be added up honestly: of
-// another schema, of different schedules, from blasts of both before and
+// another schema, damaged (see checkInvariants), counting together more
+// than MaxCount requests, of different schedules, from blasts of both before and
 // after run identities were recorded, holding one run twice (a file given
 // twice, or a copy of it), or covering one shard twice (two runs of it, or
 // a merge and one of its parts). It returns the shards the merge covers
@@ -112,6 +113,12 @@ func checkMergeable(rs []*Result) ([]int, error) {
 		if r.Schema != SchemaVersion {
 			return nil, fmt.Errorf("%s has schema %d, want %d", name(rs, i), r.Schema, SchemaVersion)
 		}
+		if err := r.checkInvariants(); err != nil {
+			return nil, fmt.Errorf("%s is damaged: %w", name(rs, i), err)
+		}
+	}
+	if err := checkTotals(rs); err != nil {
+		return nil, err
 	}
 	if len(rs) == 1 { // alone, nothing can overlap
 		covered, err := rs[0].shardsCovered()

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -445,5 +447,101 @@ func TestMergeRefuses(t *testing.T) {
 				t.Fatalf("error spans lines: %q", err)
 			}
 		})
+	}
+}
+
+// A part whose counters or sketches break what Result documents is refused
+// by name and field, whatever the other parts (issue 33: a hand-edited
+// part with sent negative, ok above sent or 2^63−1 merged into "sent
+// −9223372036854775409 … achieved −4.6e18/s", valid, exit 0).
+func TestMergeRefusesDamagedParts(t *testing.T) {
+	r := newFakeRunner(t)
+	fakeOutcomes([]*runner{r}, 6, 300, r.newRecorder())
+	res := r.collect()
+	res.Elapsed = 5 * time.Second
+	res.Shards = 2
+	res.finish()
+	base, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.checkInvariants(); err != nil || res.Sent == 0 || res.OK == 0 || len(res.Windows) == 0 {
+		t.Fatalf("the undamaged part: %v (sent %d ok %d, %d windows)", err, res.Sent, res.OK, len(res.Windows))
+	}
+	dir := t.TempDir()
+	write := func(t *testing.T, name string, edit func(m map[string]any)) string {
+		t.Helper()
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(base))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		m["run_ids"] = []string{name}
+		edit(m)
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	n := func(v int64) json.Number { return json.Number(fmt.Sprint(v)) }
+	good := write(t, "good", func(m map[string]any) { m["shard"], m["shards_covered"] = 0, []int{0} })
+	empty, _ := json.Marshal(NewSketch())
+	for _, tc := range []struct {
+		name string
+		edit func(m map[string]any)
+		want string // after "<file> is damaged: "
+	}{
+		{"sent negative", func(m map[string]any) { m["sent"] = n(-9223372036854775409) }, "sent -9223372036854775409: want 0..1000000000000000"},
+		{"sent 2^63-1", func(m map[string]any) { m["sent"], m["scheduled"] = n(math.MaxInt64), n(math.MaxInt64) }, "scheduled 9223372036854775807: want 0.."},
+		{"ok above sent", func(m map[string]any) { m["ok"] = n(res.Sent + 5) }, fmt.Sprintf("ok %d != the 2xx of by_status %d", res.Sent+5, res.OK)},
+		{"scheduled not sent + dropped", func(m map[string]any) { m["scheduled"] = n(res.Scheduled + 1) }, fmt.Sprintf("sent %d + dropped %d != scheduled %d", res.Sent, res.Dropped, res.Scheduled+1)},
+		{"dropped negative, scheduled to match", func(m map[string]any) { m["dropped"], m["scheduled"] = n(-5), n(res.Sent-5) }, "dropped -5: want 0.."},
+		{"a status count negative", func(m map[string]any) { m["by_status"] = map[string]any{"200": n(-3)} }, "by_status[200] -3"},
+		{"a status out of range", func(m map[string]any) { m["by_status"] = map[string]any{"700": n(res.Sent)} }, "by_status: status 700"},
+		{"an unknown error class", func(m map[string]any) { m["errors"] = map[string]any{"gremlins": n(1)} }, `errors: class "gremlins"`},
+		{"more sent than answered and failed", func(m map[string]any) { m["sent"], m["scheduled"] = n(res.Sent+1), n(res.Scheduled+1) }, fmt.Sprintf("sent %d != by_status", res.Sent+1)},
+		{"ok by kind above ok", func(m map[string]any) { m["ok_by_kind"] = map[string]any{"error": n(res.OK + 1)} }, "ok_by_kind adds up to"},
+		{"a lag sketch that lost its requests", func(m map[string]any) { m["lag"] = json.RawMessage(empty) }, "lag sketch counts 0 requests"},
+		{"a window sent more", func(m map[string]any) {
+			w := m["windows"].([]any)[0].(map[string]any)
+			w["sent"], w["latency"] = n(1e6), nil
+		}, "windows' sent adds up to"},
+		{"a window sent negative", func(m map[string]any) { m["windows"].([]any)[0].(map[string]any)["sent"] = n(-1) }, "windows[0].sent -1"},
+		{"elapsed negative", func(m map[string]any) { m["elapsed_ns"] = n(-1) }, "elapsed_ns -1"},
+		{"a rate beyond the schedule", func(m map[string]any) { m["rate"] = 1e300 }, "rate 1e+300: want 0 (closed loop) to 10000000"},
+		{"warm-up ok above warm-up sent", func(m map[string]any) { m["warmup_ok"] = n(res.WarmupSent + 1) }, "warmup_ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := write(t, strings.ReplaceAll(tc.name, " ", "-"), func(m map[string]any) {
+				m["shard"], m["shards_covered"] = 1, []int{1}
+				tc.edit(m)
+			})
+			for _, files := range [][]string{{bad}, {good, bad}, {bad, good}} {
+				m, err := MergeFiles(files...)
+				if want := bad + " is damaged: " + tc.want; err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("merge %v: %v (sent %v), want an error with %q", files, err, m, want)
+				}
+			}
+		})
+	}
+	if m, err := MergeFiles(good, write(t, "other", func(m map[string]any) { m["shard"], m["shards_covered"] = 1, []int{1} })); err != nil || m.Sent != 2*res.Sent {
+		t.Fatalf("the undamaged parts: %v", err)
+	}
+	// Parts each within the bounds, together above them: refused rather
+	// than added up past int64.
+	huge := func(name string, shard int) string {
+		return write(t, name, func(m map[string]any) {
+			m["shard"], m["shards_covered"], m["shards"] = shard, []int{shard}, 3
+			m["dropped"], m["scheduled"], m["windows"] = n(MaxCount/2), n(res.Sent+MaxCount/2), []any{}
+		})
+	}
+	if _, err := MergeFiles(huge("h0", 0), huge("h1", 1), huge("h2", 2)); err == nil || !strings.Contains(err.Error(), "together count more than 1000000000000000") {
+		t.Fatalf("merge of parts above MaxCount together: %v", err)
 	}
 }

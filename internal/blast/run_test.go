@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,6 +35,10 @@ const exact = 30 * time.Second
 // checkInvariants asserts the Result's accounting identities.
 func checkInvariants(t *testing.T, r *Result) {
 	t.Helper()
+	// What Merge checks of a part holds for every real run.
+	if err := r.checkInvariants(); err != nil {
+		t.Errorf("Result.checkInvariants: %v", err)
+	}
 	var statuses, errs, kinds int64
 	for _, n := range r.ByStatus {
 		statuses += n
@@ -539,6 +544,55 @@ func TestRunBadConfig(t *testing.T) {
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: err %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+// Rates, counts and spans the schedule cannot hold are refused before
+// anything is sent, and the error names the field and the limit (issue 33:
+// --rate 1e300 spun for minutes, --rate 1e-9 sent nothing, --duration 1ns
+// reported 16399.4/s from one request).
+func TestRunRefusesWhatTheScheduleCannotHold(t *testing.T) {
+	p := testPool(t, 10, compression.Identity)
+	base := Config{Target: "http://127.0.0.1:1", Pool: p, Timeout: time.Second}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"a rate beyond any clock", func(c *Config) { c.Rate, c.Count = 1e300, 10 }, []string{"Rate: 1e+300", "0.001 to 10000000 requests/s"}},
+		{"a rate above the cap", func(c *Config) { c.Rate, c.Count = 1e9, 10 }, []string{"Rate: 1000000000", "to 10000000"}},
+		{"a rate below the floor", func(c *Config) { c.Rate, c.Duration = 1e-9, time.Second }, []string{"Rate: 1e-09", "from 0.001"}},
+		{"not a number", func(c *Config) { c.Rate, c.Count = math.NaN(), 10 }, []string{"Rate: NaN"}},
+		{"less than one request in the duration", func(c *Config) { c.Rate, c.Duration = 1000, time.Nanosecond }, []string{"Duration: 1ns at Rate 1000/s", "want at least 1ms"}},
+		{"less than one request per shard", func(c *Config) { c.Rate, c.Duration, c.Shards = 1000, time.Millisecond, 4 }, []string{"Duration: 1ms", "per shard (4)", "at least 4ms"}},
+		{"the default duration at a tiny rate", func(c *Config) { c.Rate = 0.01 }, []string{"Duration: 10s at Rate 0.01/s", "at least 1m40s"}},
+		{"fewer slots than shards", func(c *Config) { c.Rate, c.Count, c.Shard, c.Shards = 1000, 1, 1, 2 }, []string{"Count: 1 with Shard i/2", "want at least 2, one slot per shard"}},
+		{"a count that overflows the schedule", func(c *Config) { c.Rate, c.Count = 1000, math.MaxInt64 }, []string{"Count: 9223372036854775807", "at most 1000000000000000"}},
+		{"more closed-loop workers than connections", func(c *Config) { c.Concurrency, c.Count = 1e9, 10 }, []string{"Concurrency: 1000000000: want 1 to 10000"}},
+		{"a warm-up and duration that overflow", func(c *Config) { c.Rate, c.Warmup, c.Duration = 1000, math.MaxInt64, time.Second }, []string{"Duration: 1s with Warmup", "at most 8784h"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			tc.edit(&cfg)
+			res, err := Run(context.Background(), cfg)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("err %v (result %+v), want ErrConfig", err, res)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	// The limits themselves are runnable.
+	for _, cfg := range []Config{
+		{Rate: MaxRate, Count: 1}, {Rate: MinRate, Count: 1}, {Rate: 1000, Duration: time.Millisecond}, {Rate: 1000, Duration: 4 * time.Millisecond, Shard: 3, Shards: 4},
+	} {
+		cfg.Target, cfg.Pool, cfg.Timeout = base.Target, p, time.Second
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Errorf("%+v: %v", cfg, err)
 		}
 	}
 }

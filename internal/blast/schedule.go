@@ -48,22 +48,34 @@ func countCongruent(n, r, m int64) int64 {
 	return (n-r-1)/m + 1
 }
 
+// checkEvery is how many slots pace releases in a row between looks at its
+// context: often enough to stop within microseconds, rarely enough to cost
+// nothing per slot.
+const checkEvery = 256
+
 // pace releases this shard's slots in order, each once, no earlier than its
 // intended time, in batches: after each wake-up every slot already due is
 // released. It returns the next unreleased global slot (≥ end when the plan
 // is done) when the plan ends or ctx is cancelled. release must not block for
 // long: a slot that cannot start is dropped by it, not queued.
+//
+// A pacer behind its schedule never sleeps, so within a batch ctx is
+// checked every checkEvery releases: cancelling ends pace promptly however
+// many slots are due.
 func (s schedule) pace(ctx context.Context, c clock, release func(k int64, intended time.Duration)) int64 {
 	k := s.shard
 	for k < s.end {
 		now := c.Now()
-		for k < s.end {
+		for n := 1; k < s.end; n++ {
 			due := s.at(k)
 			if due > now {
 				break
 			}
 			release(k, due)
 			k += s.shards
+			if n%checkEvery == 0 && ctx.Err() != nil {
+				return k
+			}
 		}
 		if k >= s.end {
 			break

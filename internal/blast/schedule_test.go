@@ -182,3 +182,40 @@ func TestPaceShardsPartition(t *testing.T) {
 		}
 	}
 }
+
+// A pacer whose every slot is already due (far behind, or a rate beyond any
+// clock) never sleeps; cancelling must still end it within a few releases,
+// not after the whole plan (issue 33: --rate 1e300 spun for minutes and
+// ignored SIGTERM).
+func TestPaceCancelWhileBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rate   float64
+		shards int64
+		now    time.Duration // the clock, frozen: every slot before it is due
+	}{
+		{"every slot due at once", 1e300, 1, 0},
+		{"an hour behind at the top rate", MaxRate, 1, time.Hour},
+		{"an hour behind, one of three shards", MaxRate, 3, time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			const cancelAfter = 1000
+			s := schedule{rate: tc.rate, shard: tc.shards - 1, shards: tc.shards, end: 1 << 60}
+			var n int64
+			next := s.pace(ctx, &fakeClock{now: tc.now, tick: time.Millisecond}, func(k int64, _ time.Duration) {
+				n++
+				if n == cancelAfter {
+					cancel()
+				}
+				if n > cancelAfter+10*checkEvery {
+					t.Fatalf("still releasing slots %d releases after the cancel", n-cancelAfter)
+				}
+			})
+			if n < cancelAfter || n > cancelAfter+checkEvery || next != s.shard+n*s.shards {
+				t.Fatalf("released %d, next %d: want %d..%d releases, then next slot", n, next, cancelAfter, cancelAfter+checkEvery)
+			}
+		})
+	}
+}

@@ -52,8 +52,13 @@ func (s *Sketch) AddMillis(ms float64) {
 	s.max = max(s.max, ms)
 }
 
-// Count is the number of values recorded.
-func (s *Sketch) Count() int64 { return int64(math.Round(s.dd.GetCount())) }
+// Count is the number of values recorded (0 for a nil sketch).
+func (s *Sketch) Count() int64 {
+	if s == nil {
+		return 0
+	}
+	return int64(math.Round(s.dd.GetCount()))
+}
 
 // Quantile returns the value at quantile q (0..1) within relative error
 // Alpha; q = 1 gives the exact maximum and q = 0 the exact minimum. An

@@ -3,6 +3,8 @@ package blast
 import (
 	"testing"
 	"time"
+
+	"github.com/relayload/relayload/internal/pool"
 )
 
 // Only the most recent latencyWindows windows keep a latency sketch, so a
@@ -47,11 +49,18 @@ func TestMergeWindowsWithoutSketch(t *testing.T) {
 		if !withSketch {
 			shard = 1
 		}
-		r := &Result{Schema: SchemaVersion, Rate: 1000, Shards: 2, Shard: shard,
+		// Counters that agree with the window (Merge checks them).
+		r := &Result{Schema: SchemaVersion, Rate: 1000, Shards: 2, Shard: shard, Scheduled: 2, Sent: 2, OK: 2,
+			ByStatus: map[int]int64{200: 2}, ByKind: map[pool.Kind]int64{"error": 2}, OKByKind: map[pool.Kind]int64{"error": 2},
 			Latency: NewSketch(), Lag: NewSketch(), Service: NewSketch()}
+		for _, s := range []*Sketch{r.Latency, r.Lag, r.Service} {
+			s.Add(time.Millisecond)
+			s.Add(time.Millisecond)
+		}
 		w := Window{Second: 0, Sent: 2, OK: 2}
 		if withSketch {
 			w.Latency = NewSketch()
+			w.Latency.Add(time.Millisecond)
 			w.Latency.Add(time.Millisecond)
 		}
 		r.Windows = []Window{w}

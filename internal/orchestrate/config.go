@@ -12,12 +12,15 @@ package orchestrate
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
 
+	"github.com/relayload/relayload/internal/blast"
 	"github.com/relayload/relayload/internal/compare"
 	"github.com/relayload/relayload/internal/compression"
 	"github.com/relayload/relayload/internal/configerr"
@@ -271,8 +274,11 @@ func (c *Config) checkRates() error {
 		return configerr.New("Rates", "no rates")
 	}
 	for _, r := range c.Rates {
-		if r != RateMax && (!(r > 0) || r > 1e7) {
-			return configerr.Errorf("Rates", "rate %v: want a number above 0 or max", r)
+		if r == RateMax {
+			continue
+		}
+		if err := blast.CheckRate(r); err != nil {
+			return configerr.Errorf("Rates", "%v, or max", err)
 		}
 	}
 	switch {
@@ -365,6 +371,20 @@ func (c *Config) checkDurations() error {
 	}
 	if c.Idle < 0 {
 		return configerr.Errorf("Idle", "%s: must not be negative", c.Idle)
+	}
+	// Every step's blast must hold at least one request in Duration (a
+	// rate of 0.01/s over 30 s would send nothing, or time one request).
+	for _, r := range c.Rates {
+		if r == RateMax {
+			continue
+		}
+		if least := time.Duration(math.Ceil(1e9 / r)); c.Duration < least {
+			return configerr.New("Duration", fmt.Sprintf("%v at rate %v/s holds less than one request: want at least %v, or higher %%s", c.Duration, r, least), "Rates")
+		}
+		bc := blast.Config{Rate: r, Duration: c.Duration, Warmup: c.Warmup}
+		if err := bc.CheckSchedule(); err != nil {
+			return err // Duration and Warmup, named as orchestrate's
+		}
 	}
 	if c.Fault != nil {
 		return validateFault(c.Fault, c.Duration)

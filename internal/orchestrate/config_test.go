@@ -39,7 +39,10 @@ func TestConfigValidation(t *testing.T) {
 		want string
 	}{
 		{"no rates", func(c *Config) { c.Rates = nil }, "no rates"},
-		{"negative rate", func(c *Config) { c.Rates = []float64{-5} }, "rate -5"},
+		{"negative rate", func(c *Config) { c.Rates = []float64{-5} }, "Rates: -5: want a rate from 0.001 to 10000000 requests/s, or max"},
+		{"a rate above the cap", func(c *Config) { c.Rates = []float64{100, 1e300} }, "Rates: 1e+300: want a rate from 0.001 to 10000000 requests/s"},
+		{"less than one request per step", func(c *Config) { c.Rates, c.Duration = []float64{10}, 50*time.Millisecond },
+			"Duration: 50ms at rate 10/s holds less than one request: want at least 100ms, or higher Rates"},
 		{"find-max with max", func(c *Config) { c.FindMax, c.Rates = true, []float64{100, RateMax} }, "max is not one"},
 		{"bad concurrency", func(c *Config) { c.Concurrency = -1 }, "Concurrency: -1: want 1..10000"},
 		{"find-max one bound", func(c *Config) { c.FindMax = true }, "FindMax: wants two Rates, the bounds (e.g. 100,5000)"},

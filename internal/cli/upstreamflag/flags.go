@@ -185,12 +185,17 @@ func LoadFaults(path string) (upstream.Faults, error) {
 	return f, f.Validate()
 }
 
-// ParseSize parses a byte size: "1048576", "16MiB", "20MB", "512KiB", "1GiB".
+// MaxSize bounds ParseSize: 1 TiB, beyond any bound the programs take.
+const MaxSize = 1 << 40
+
+// ParseSize parses a byte size from 1 to MaxSize: "1048576", "16MiB",
+// "20MB", "512KiB", "1GiB", "1TiB".
 func ParseSize(s string) (int64, error) {
 	units := []struct {
 		suffix string
 		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"kB", 1000}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"kB", 1000}, {"KB", 1000}, {"MB", 1000 * 1000},
+		{"GB", 1000 * 1000 * 1000}, {"TB", 1000 * 1000 * 1000 * 1000}, {"B", 1}}
 	t := strings.TrimSpace(s)
 	mult := int64(1)
 	for _, u := range units {
@@ -200,8 +205,11 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<40)/mult {
-		return 0, fmt.Errorf("size %q: want a positive byte count like 16MiB", s)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("size %q: want a byte count from 1 to 1TiB, like 16MiB", s)
+	}
+	if n > MaxSize/mult {
+		return 0, fmt.Errorf("size %q: want at most 1TiB (%d bytes)", s, int64(MaxSize))
 	}
 	return n * mult, nil
 }

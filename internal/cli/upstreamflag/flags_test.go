@@ -120,8 +120,42 @@ func FuzzParseQuota(f *testing.F) {
 	})
 }
 
+// Sizes are 1 byte to 1TiB, and an error says so (issue 33: "2TiB" got
+// "want a positive byte count" with no word of the cap).
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want int64
+		err  string
+	}{
+		{"16MiB", 16 << 20, ""},
+		{"20MB", 20e6, ""},
+		{"1TiB", 1 << 40, ""},
+		{"1099511627776", 1 << 40, ""},
+		{"1024GiB", 1 << 40, ""},
+		{"1TB", 1e12, ""},
+		{"2TiB", 0, `size "2TiB": want at most 1TiB (1099511627776 bytes)`},
+		{"1099511627777", 0, "want at most 1TiB"},
+		{"9223372036854775807KiB", 0, "want at most 1TiB"},
+		{"0", 0, `size "0": want a byte count from 1 to 1TiB`},
+		{"-1MiB", 0, "from 1 to 1TiB"},
+		{"lots", 0, "from 1 to 1TiB"},
+	} {
+		n, err := ParseSize(tc.s)
+		switch {
+		case tc.err == "" && (err != nil || n != tc.want):
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.s, n, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("ParseSize(%q) = %d, %v; want an error with %q", tc.s, n, err, tc.err)
+		}
+	}
+	if _, _, err := ParseCaptureMax("10000,2TiB"); err == nil || !strings.Contains(err.Error(), "at most 1TiB") {
+		t.Errorf("--capture-max 10000,2TiB: %v, want the 1TiB cap named", err)
+	}
+}
+
 func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"16MiB", "20MB", "512", "1GiB", "0", "-1", "1TiB", "1099511627776", "1099511627777", "9223372036854775807KiB", " 5 KiB "} {
+	for _, s := range []string{"16MiB", "20MB", "512", "1GiB", "0", "-1", "1TiB", "1099511627776", "1099511627777", "9223372036854775807KiB", " 5 KiB ", "2TiB", "1TB"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
