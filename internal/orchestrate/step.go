@@ -543,6 +543,13 @@ func (s *step) stopRelay(grace time.Duration) {
 	res := s.proc.Stop(grace)
 	s.stopped = true
 	s.st.Shutdown = Shutdown{Took: res.Took, Killed: res.Killed, Exit: res.Exit}
+	for _, p := range res.Strays {
+		s.st.Shutdown.Strays = append(s.st.Shutdown.Strays, p.String())
+	}
+	if n := len(res.Strays); n > 0 {
+		s.r.note(fmt.Sprintf("step %d (%s at %s): %d process(es) Relay started still ran outside its process group after it was gone (a daemon): %s; orchestrate ended them",
+			s.st.Index, s.build.Name, rateLabel(s.st.Rate), n, strings.Join(s.st.Shutdown.Strays, ", ")))
+	}
 	stopTotals(s.st, res, s.treeMembers())
 }
 

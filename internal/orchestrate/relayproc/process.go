@@ -46,6 +46,8 @@ type Process struct {
 	started time.Time
 	done    chan struct{} // closed when the process has been reaped
 
+	marker string // MarkerEnv's value in the process and what it starts
+
 	mu       sync.Mutex
 	waitErr  error
 	state    *os.ProcessState
@@ -70,10 +72,15 @@ func Start(spec Spec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relayproc: log file: %w", err)
 	}
+	marker, err := newMarker()
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("relayproc: %w", err)
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Env = append(append(os.Environ(), spec.Env...), MarkerEnv+"="+marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true,
 		// If orchestrate dies without cleaning up (SIGKILL), the kernel
@@ -84,7 +91,7 @@ func Start(spec Spec) (*Process, error) {
 		logf.Close()
 		return nil, fmt.Errorf("relayproc: starting %s: %w", spec.Bin, err)
 	}
-	p := &Process{cmd: cmd, log: logf, logPath: spec.LogPath, started: time.Now(), done: make(chan struct{})}
+	p := &Process{cmd: cmd, log: logf, logPath: spec.LogPath, marker: marker, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		outlived := len(p.liveTree())
@@ -202,6 +209,10 @@ type StopResult struct {
 	// running when the process itself had exited (they were then killed):
 	// MaxRSS, UserTime and SystemTime leave them out.
 	Outlived int
+	// Strays are the processes it started that were still running outside
+	// its tree once the tree was gone (a daemon: setsid, a double fork),
+	// found by MarkerEnv; Stop ended them.
+	Strays []Stray
 }
 
 // Stop sends SIGTERM to the process's tree (its process group, and any
@@ -227,6 +238,7 @@ func (p *Process) Stop(grace time.Duration) StopResult {
 	// The tree may still hold members if the leader exited first.
 	p.signalTree(syscall.SIGKILL)
 	p.waitTree(time.Now().Add(killWait))
+	res.Strays = endStrays(procfs.DefaultMountPoint, p.marker, killWait)
 	p.mu.Lock()
 	st, err := p.state, p.waitErr
 	res.Outlived = p.outlived
