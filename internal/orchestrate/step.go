@@ -109,7 +109,11 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 		}
 	}()
 	for _, ph := range s.phases() {
-		if err := ph.run(); err != nil {
+		err := ph.run()
+		if err == nil {
+			err = s.logErr()
+		}
+		if err != nil {
 			s.fail(ph.name, err)
 			if s.res != nil {
 				// Failed or interrupted after blast ran: keep what was
@@ -166,6 +170,18 @@ func (s *step) fail(name string, err error) {
 	if s.proc != nil {
 		s.st.LogTail = s.proc.LogTail(logTailLines)
 	}
+}
+
+// logErr is an error once Relay's log could not be written (a full disk):
+// what Relay said, an error among it, is lost, so the step fails.
+func (s *step) logErr() error {
+	if s.proc == nil {
+		return nil
+	}
+	if err := s.proc.LogErr(); err != nil {
+		return fmt.Errorf("writing Relay's log failed: %w", err)
+	}
+	return nil
 }
 
 // check is the step context's error: the run's interrupt, or Relay's exit.
@@ -549,6 +565,10 @@ func (s *step) stopRelay(grace time.Duration) {
 	if n := len(res.Strays); n > 0 {
 		s.r.note(fmt.Sprintf("step %d (%s at %s): %d process(es) Relay started still ran outside its process group after it was gone (a daemon): %s; orchestrate ended them",
 			s.st.Index, s.build.Name, rateLabel(s.st.Rate), n, strings.Join(s.st.Shutdown.Strays, ", ")))
+	}
+	if n := s.proc.LogDiscarded(); n > 0 {
+		s.st.Notes = append(s.st.Notes, fmt.Sprintf("Relay's log passed its cap of %s: its oldest %s were dropped; relay.log.1 and relay.log hold the rest",
+			mib(relayproc.DefaultLogMax), mib(uint64(n))))
 	}
 	stopTotals(s.st, res, s.treeMembers())
 }

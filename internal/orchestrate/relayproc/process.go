@@ -370,7 +370,7 @@ func tailLines(path string, n int) []string {
 	if st, err := f.Stat(); err == nil && st.Size() > max {
 		_, _ = f.Seek(st.Size()-max, io.SeekStart)
 	}
-	b, _ := io.ReadAll(f)
+	b, _ := io.ReadAll(io.LimitReader(f, max)) // a device (/dev/full) never ends
 	if len(b) == 0 {
 		return nil
 	}
