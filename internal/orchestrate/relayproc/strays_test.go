@@ -78,3 +78,34 @@ func TestStopEndsDaemons(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeVersionEndsDaemon asks a binary that daemonizes even when asked
+// for its version: the probe ends the daemon and returns it.
+func TestProbeVersionEndsDaemon(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "daemon.pid")
+	bin := filepath.Join(dir, "daemonize.sh")
+	script := "#!/bin/sh\nPIDFILE=" + pidfile + "\nexport PIDFILE\n" +
+		`setsid sh -c 'echo $$ >"$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"; exec sleep 600' </dev/null >/dev/null 2>&1 &` +
+		"\nwhile [ ! -e \"$PIDFILE\" ]; do sleep 0.05; done\necho 'relay 1.0'\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v, strays, err := ProbeVersion(t.Context(), bin, 30*time.Second)
+	b, _ := os.ReadFile(pidfile)
+	daemon, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() {
+		if daemon > 0 {
+			_ = syscall.Kill(daemon, syscall.SIGKILL)
+		}
+	})
+	if err != nil || v != "relay 1.0" || daemon == 0 {
+		t.Fatalf("version %q, %v, daemon %d", v, err, daemon)
+	}
+	if len(strays) != 1 || strays[0].PID != daemon {
+		t.Errorf("strays %v, want pid %d", strays, daemon)
+	}
+	if running(daemon) {
+		t.Errorf("daemon %d still runs after the probe", daemon)
+	}
+}
