@@ -23,6 +23,7 @@ import (
 type options struct {
 	relayBin, relayName, rates, maxRSS, quotasFile, fault, relayConf string
 	relayCPUs, harnCPUs, logLevel, perfFile, callGraph, statsdAddr   string
+	host                                                             string
 	statsdListen, mix, encoding, out, baseline, failOn               string
 	compareIn, precision, processNoise, agentsFile, envelopes        string
 
@@ -69,6 +70,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.relayCPUs, "relay-cpus", "", "pin Relay with taskset -c `CPUS`; sets limits.max_thread_count to match")
 	fs.StringVar(&o.harnCPUs, "harness-cpus", "", "pin blast and the fake upstream to `CPUS` (default with --relay-cpus: the other CPUs; \"none\": never)")
 	fs.StringVar(&o.logLevel, "relay-log-level", "info", "`LEVEL` of Relay's logging (logging.level)")
+	fs.StringVar(&o.host, "host", "127.0.0.1", "local `ADDRESS` the fake upstream and Relay listen on, IPv4 or IPv6 (e.g. ::1); relay.host in --relay-config moves Relay alone")
 	fs.StringVar(&o.perfFile, "perf", "", "record Relay with perf over each measured window into `FILE`")
 	fs.StringVar(&o.callGraph, "call-graph", "dwarf", "perf --call-graph `MODE`: dwarf, lbr or fp")
 	fs.BoolVar(&o.perfHarness, "perf-harness", false, "with --perf, also record orchestrate itself and split the harness's CPU into blast, the fake upstream, the Go scheduler and the rest")
@@ -119,7 +121,7 @@ var help = cli.Help{
 	Groups: []cli.Group{
 		{Title: "Traffic", Flags: []string{"rates", "duration", "warmup", "idle", "rounds", "concurrency", "mix", "envelopes", "encoding",
 			"projects", "pool", "seed", "user-agents", "user-agents-file", "unique-user-agents", "max-inflight", "timeout"}},
-		{Title: "Relay", Flags: []string{"relay-bin", "relay-name", "relay-config", "relay-log-level", "relay-cpus",
+		{Title: "Relay", Flags: []string{"relay-bin", "relay-name", "relay-config", "relay-log-level", "host", "relay-cpus",
 			"harness-cpus", "max-relay-rss", "ready-timeout", "shutdown-timeout"}},
 		{Title: "Fake upstream", Flags: []string{"quota", "quotas", "inbound-filters", "fault"}},
 		{Title: "Verdict", Flags: []string{"max-p99", "max-catch-up", "find-max", "find-max-probes", "warmup-timeout",
@@ -143,7 +145,7 @@ func flagNames() map[string]string {
 		"MaxCatchUp": "--max-catch-up", "Seed": "--seed", "Projects": "--projects", "PoolSize": "--pool", "Mix": "--mix",
 		"UserAgents": "--user-agents", "Encoding": "--encoding", "MaxInflight": "--max-inflight", "Timeout": "--timeout",
 		"RelayCPUs": "--relay-cpus", "HarnessCPUs": "--harness-cpus", "RelayConfig": "--relay-config",
-		"RelayLogLevel": "--relay-log-level", "Perf": "--perf", "CallGraph": "--call-graph", "PerfHarness": "--perf-harness", "StatsD": "--statsd",
+		"RelayLogLevel": "--relay-log-level", "Host": "--host", "Perf": "--perf", "CallGraph": "--call-graph", "PerfHarness": "--perf-harness", "StatsD": "--statsd",
 		"StatsDListen": "--statsd-listen", "StatsDMetrics": "--statsd-metric", "Fault": "--fault", "Quotas": "--quota",
 		"InboundFilters": "--inbound-filters", "WorkDir": "TMPDIR",
 		"Baseline": "--baseline", "FailOn": "--fail-on", "Agents": "--user-agents-file",
@@ -159,7 +161,7 @@ func (o *options) config() (orchestrate.Config, error) {
 		Rounds: o.rounds, FindMax: o.findMax, Duration: o.duration, Warmup: o.warmup, Idle: o.idle,
 		ReadyTimeout: o.readyTO, ShutdownTimeout: o.shutTO, WarmupTimeout: o.warmTO, DrainTimeout: o.drainTO,
 		Seed: o.seed, Projects: o.projects, PoolSize: o.poolSize, UserAgents: o.userAgents, UniqueUserAgents: o.uniqueUA,
-		RelayCPUs: o.relayCPUs, HarnessCPUs: o.harnCPUs, RelayLogLevel: o.logLevel, StatsD: o.statsdAddr,
+		RelayCPUs: o.relayCPUs, HarnessCPUs: o.harnCPUs, RelayLogLevel: o.logLevel, Host: o.host, StatsD: o.statsdAddr,
 		StatsDListen: o.statsdListen, StatsDMetrics: o.metrics, Keep: o.keep, MaxP99: o.maxP99,
 		MaxInflight: o.maxInflight, Timeout: o.timeout, Concurrency: o.concurrency, MaxCatchUp: o.maxCatchUp,
 		InboundFilters: o.inbound, FindMaxProbes: o.probes,

@@ -333,3 +333,35 @@ func TestClientReportsAreNoBacklog(t *testing.T) {
 		t.Errorf("report.md per rate: backlog %q, results.json %s (row %q)", row[4], report.Num(p.BacklogEnd), row)
 	}
 }
+
+// A Relay binary that daemonizes and exits: the step fails, and the daemon
+// it left (outside its process group, reparented away) is found, ended and
+// named in the report. Before, it kept running and the report said
+// nothing.
+func TestDaemonizingRelayEnded(t *testing.T) {
+	bin, err := filepath.Abs("testdata/daemonize.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs := fmt.Sprintf("700.%d", os.Getpid())
+	t.Setenv("DAEMON_SLEEP", secs)
+	t.Cleanup(func() {
+		for _, pid := range sleeping(secs) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--relay-bin", bin, "--rates", "100", "--duration", "1s", "--pool", "50", "--projects", "5", "--quiet"}, &stdout, &stderr)
+	report := strings.Join(strings.Fields(stdout.String()), " ")
+	if code != 1 || !strings.Contains(report, "exited with status 0") {
+		t.Errorf("exit %d; want 1 and the step failed as Relay exited\n%s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	// The daemon may be ended before it has exec'd sleep: its command line
+	// then still names the shell that runs it, with the seconds.
+	if !strings.Contains(report, "still ran outside its process group") || !strings.Contains(report, secs+"); orchestrate ended them") {
+		t.Errorf("the report does not name the daemon it ended:\n%s", stdout.String())
+	}
+	if left := sleeping(secs); len(left) != 0 {
+		t.Errorf("the daemon still runs after the run: pids %v", left)
+	}
+}

@@ -97,7 +97,10 @@ func newFastClient(o clientOptions) *fastClient {
 			// request instead of two, which shows in blast's CPU per request
 			// (BenchmarkSendFastHTTP; internal/cmd/blastbench).
 			WriteBufferSize: 32 << 10,
-			Dial:            (&fasthttp.TCPDialer{Concurrency: 0}).Dial,
+			// Dual stack: a target on an IPv6 address (or a name that
+			// resolves only to one) is reached too; fasthttp's Dial is
+			// IPv4 only.
+			Dial: (&fasthttp.TCPDialer{Concurrency: 0}).DialDualStack,
 		},
 		encoding: o.encoding,
 		timeout:  o.timeout,

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -173,6 +174,10 @@ type Config struct {
 	RelayConfig relayconfig.Config
 	// RelayLogLevel is Relay's logging.level (default info).
 	RelayLogLevel string
+	// Host is the address the fake upstream and Relay listen on:
+	// "127.0.0.1" (the default), "::1" or another local IPv4 or IPv6
+	// address. A relay.host in RelayConfig moves Relay alone.
+	Host string
 
 	// Perf records Relay with perf over each measured window into this file
 	// (a suffix per step is added when there are several steps).
@@ -433,6 +438,12 @@ func (c *Config) checkTraffic() error {
 }
 
 func (c *Config) checkRelayOptions() error {
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(c.Host); ip == nil || ip.IsUnspecified() {
+		return configerr.Errorf("Host", "%q: want an IPv4 or IPv6 address to listen on, such as 127.0.0.1 or ::1", c.Host)
+	}
 	if c.MaxRelayRSS == 0 {
 		c.MaxRelayRSS = DefaultMaxRelayRSS
 	}

@@ -311,6 +311,10 @@ type Shutdown struct {
 	Took   time.Duration `json:"took_ns"`
 	Killed bool          `json:"killed,omitempty"`
 	Exit   string        `json:"exit,omitempty"`
+	// Strays are the processes Relay started that still ran outside its
+	// process group once it was gone (daemons), which orchestrate ended:
+	// "pid N (command line)".
+	Strays []string `json:"strays,omitempty"`
 }
 
 // SecondPoint is one second of a step, counted from blast's start.

@@ -138,7 +138,11 @@ func (r *runner) probeVersions(ctx context.Context) error {
 		if b.Bin == "" {
 			continue
 		}
-		v, err := relayproc.ProbeVersion(ctx, b.Bin, versionTimeout)
+		v, strays, err := relayproc.ProbeVersion(ctx, b.Bin, versionTimeout)
+		if len(strays) > 0 {
+			r.note(fmt.Sprintf("build %s, asked for its version, left %d process(es) running outside its process group (a daemon): %s; orchestrate ended them",
+				b.Name, len(strays), joinStrays(strays)))
+		}
 		if err != nil {
 			return err
 		}
@@ -149,6 +153,15 @@ func (r *runner) probeVersions(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// joinStrays lists processes ended as "pid N (command), …".
+func joinStrays(strays []relayproc.Stray) string {
+	s := make([]string, len(strays))
+	for i, p := range strays {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // agentsFrom names where Config.Agents came from ("" without them).

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -112,7 +113,11 @@ func (r *runner) runStep(ctx context.Context, st *Step, b Build) {
 	}()
 	for _, ph := range s.phases() {
 		r.prog.phase(s, ph.name)
-		if err := ph.run(); err != nil {
+		err := ph.run()
+		if err == nil {
+			err = s.logErr()
+		}
+		if err != nil {
 			s.fail(ph.name, err)
 			if s.res != nil {
 				// Failed or interrupted after blast ran: keep what was
@@ -171,6 +176,18 @@ func (s *step) fail(name string, err error) {
 	}
 }
 
+// logErr is an error once Relay's log could not be written (a full disk):
+// what Relay said, an error among it, is lost, so the step fails.
+func (s *step) logErr() error {
+	if s.proc == nil {
+		return nil
+	}
+	if err := s.proc.LogErr(); err != nil {
+		return fmt.Errorf("writing Relay's log failed: %w", err)
+	}
+	return nil
+}
+
 // check is the step context's error: the run's interrupt, or Relay's exit.
 func (s *step) check() error { return context.Cause(s.ctx) }
 
@@ -208,6 +225,7 @@ func (s *step) startUpstream() error {
 		filters = *s.build.InboundFilters
 	}
 	up, err := upstream.Start(upstream.Config{
+		Addr:     net.JoinHostPort(s.cfg.Host, "0"),
 		Projects: s.r.projects, VerifySignatures: !s.harness, AllowList: !s.harness, Seed: s.cfg.Seed,
 		Quotas: s.cfg.Quotas, InboundFilters: filters,
 	})
@@ -235,20 +253,24 @@ func (s *step) startRelay() error {
 		return fmt.Errorf("credentials: %w", err)
 	}
 	s.up.RegisterRelay(creds.ID, pub)
-	port, err := freePort()
-	if err != nil {
-		return fmt.Errorf("relay port: %w", err)
-	}
 	statsdAddr := s.cfg.StatsD
 	if s.r.statsd != nil {
 		statsdAddr = s.r.statsd.Addr()
 	}
 	conf := relayconfig.Merge(relayconfig.Default(relayconfig.Options{
-		Upstream: s.up.URL + "/", Host: "127.0.0.1", Port: port, LogLevel: s.cfg.RelayLogLevel,
+		Upstream: s.up.URL + "/", Host: s.cfg.Host, LogLevel: s.cfg.RelayLogLevel,
 		Threads: s.r.threads, StatsD: statsdAddr,
 	}), s.cfg.RelayConfig)
 	conf = relayconfig.Merge(conf, s.build.RelayConfig)
-	host, port := relayAddr(conf, port)
+	host, port := relayAddr(conf, s.cfg.Host)
+	if port == 0 {
+		// A free port in the family Relay listens in: a port free on
+		// 127.0.0.1 need not be on ::1.
+		if port, err = freePort(host); err != nil {
+			return fmt.Errorf("relay port: %w", err)
+		}
+		conf = relayconfig.Merge(conf, relayconfig.Config{"relay": map[string]any{"port": port}})
+	}
 	s.grace = max(s.cfg.ShutdownTimeout, relayconfig.ShutdownTimeout(conf)+shutdownMargin)
 	cfgDir := filepath.Join(s.dir, "config")
 	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
@@ -416,7 +438,37 @@ func (s *step) measure() error {
 	}
 	s.res = res
 	s.fillLoad(res)
-	return s.check()
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := s.alive(); err != nil {
+		return err // a dead Relay refuses too: say it died
+	}
+	return unreachable(res, s.target)
+}
+
+// unreachable is an error when blast never reached target: not one request
+// got an answer and every one failed to connect (refused, or an error of
+// no known class such as an address blast could not dial). That is a
+// failed step with its reason, never a Relay that did not keep up: an
+// overloaded Relay answers late, resets or times out, but a listening
+// socket does not refuse.
+func unreachable(res *blast.Result, target string) error {
+	if res.Sent == 0 || res.OK > 0 || len(res.ByStatus) > 0 {
+		return nil
+	}
+	var n int64
+	var why []string
+	for _, c := range []string{blast.ClassRefused, blast.ClassOther} {
+		n += res.Errors[c]
+		if msg := res.ErrorSamples[c]; msg != "" {
+			why = append(why, fmt.Sprintf("%s: %s", c, msg))
+		}
+	}
+	if n != res.Sent {
+		return nil
+	}
+	return fmt.Errorf("blast could not reach %s: none of the %d requests got an answer (%s)", target, res.Sent, strings.Join(why, "; "))
 }
 
 // fillLoad copies blast's figures into the step.
@@ -511,11 +563,23 @@ func (s *step) stopRelay(grace time.Duration) {
 	res := s.proc.Stop(grace)
 	s.stopped = true
 	s.st.Shutdown = Shutdown{Took: res.Took, Killed: res.Killed, Exit: res.Exit}
+	for _, p := range res.Strays {
+		s.st.Shutdown.Strays = append(s.st.Shutdown.Strays, p.String())
+	}
+	if n := len(res.Strays); n > 0 {
+		s.r.note(fmt.Sprintf("step %d (%s at %s): %d process(es) Relay started still ran outside its process group after it was gone (a daemon): %s; orchestrate ended them",
+			s.st.Index, s.build.Name, rateLabel(s.st.Rate), n, strings.Join(s.st.Shutdown.Strays, ", ")))
+	}
+	if n := s.proc.LogDiscarded(); n > 0 {
+		s.st.Notes = append(s.st.Notes, fmt.Sprintf("Relay's log passed its cap of %s: its oldest %s were dropped; relay.log.1 and relay.log hold the rest",
+			mib(relayproc.DefaultLogMax), mib(uint64(n))))
+	}
 	stopTotals(s.st, res, s.treeMembers())
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// freePort is a TCP port free on host.
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}
@@ -524,14 +588,16 @@ func freePort() (int, error) {
 }
 
 // relayAddr reads relay.host and relay.port back from the merged config
-// (overrides may have changed them).
-func relayAddr(c relayconfig.Config, port int) (string, int) {
-	host := "127.0.0.1"
+// (overrides may have changed them): the address to reach Relay at, which
+// is def when Relay listens on every address, and the port (0 if unset).
+func relayAddr(c relayconfig.Config, def string) (string, int) {
+	host := def
 	if h, ok := relayconfig.Lookup(c, "relay", "host"); ok {
 		if s, ok := h.(string); ok && s != "" && s != "0.0.0.0" && s != "::" {
 			host = s
 		}
 	}
+	var port int
 	if p, ok := relayconfig.Lookup(c, "relay", "port"); ok {
 		if n, ok := p.(int); ok {
 			port = n

@@ -341,7 +341,9 @@ func TestMarkdownTables(t *testing.T) {
 	wantToday := "today kept up with about 200 envelopes per second and fell behind at 500/s; --find-max --rates 200,500 narrows it down. " +
 		"At 500/s it forwarded only 350/s: its ceiling here; the backlog grew 150/s. " +
 		"Sent as fast as possible (64 senders): accepted 11,770/s, forwarded 360/s, RSS +260 MiB/s to 3.9 GiB (stopped: " + maxStopped + ")."
-	wantFast := "fast kept up with about 500 envelopes per second: it kept up at every rate tried; try higher rates or --find-max to find where it stops keeping up."
+	// Its step at 900/s failed: not "kept up at every rate tried".
+	wantFast := "fast kept up with about 500 envelopes per second (the highest rate tried that it kept up with; the steps at higher rates failed). " +
+		"1 of 5 steps failed: relay exited with status 101 during the step (see Failed steps)."
 	if len(head) < 2 || flat(head[0]) != wantToday || flat(head[1]) != wantFast {
 		t.Errorf("headline:\n%q\nwant\n%s\n%s", head, wantToday, wantFast)
 	}
@@ -801,5 +803,24 @@ func TestGateLimits(t *testing.T) {
 		if strings.Contains(out, "Against the baseline") {
 			t.Errorf("%s names a baseline:\n%s", name, out)
 		}
+	}
+}
+
+// A step that failed (Relay's log on a full disk) beside one that kept up:
+// the headline says it failed and why, and never that Relay kept up at
+// every rate tried.
+func TestHeadlineSomeStepsFailed(t *testing.T) {
+	rep := &orchestrate.Report{Setup: orchestrate.Setup{Builds: []orchestrate.Build{{Name: "relay", Bin: "/r"}}, Rates: []float64{100, 200}},
+		KeptUpWith: map[string]float64{"relay": 100},
+		Steps: []*orchestrate.Step{
+			{Build: "relay", Rate: 100, Verdict: orchestrate.VerdictKeptUp},
+			{Build: "relay", Rate: 200, Verdict: orchestrate.VerdictFailed, Failed: true,
+				Error: "writing Relay's log failed: write /w/relay.log: no space left on device (120 bytes of output lost)"},
+		},
+		Summary: []*orchestrate.Point{{Build: "relay", Rate: 100, AcceptedRate: 100, Verdict: orchestrate.VerdictKeptUp, KeptUpJudged: true}}}
+	want := "relay kept up with about 100 envelopes per second (the highest rate tried that it kept up with; the steps at higher rates failed). " +
+		"1 of 2 steps failed: writing Relay's log failed: write /w/relay.log: no space left on device (120 bytes of output lost) (see Failed steps)."
+	if h := Headline(rep); h != want {
+		t.Errorf("headline %q\nwant     %q", h, want)
 	}
 }

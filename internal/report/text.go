@@ -104,6 +104,10 @@ func Headline(rep *orchestrate.Report) string {
 		}
 		if line == "" {
 			line = name + ": the step sent as fast as possible failed (see Failed steps)."
+		} else if n := verdicts[orchestrate.VerdictFailed]; n > 0 && n < steps {
+			// A failure is no verdict, but it is no success either: say so
+			// beside what the other steps found.
+			line += fmt.Sprintf(" %d of %d steps failed: %s (see Failed steps).", n, steps, firstError(rep, b.Name))
 		}
 		lines = append(lines, line)
 	}
@@ -117,10 +121,14 @@ func Headline(rep *orchestrate.Report) string {
 // or that the higher rates could not be judged.
 func stopsAt(rep *orchestrate.Report, build string, rate float64, what string) string {
 	next, higher := 0.0, false
-	var limited bool
+	var limited, failed bool
 	var limitedAt []float64 // rates above rate with a harness-limited step
 	for _, st := range rep.Steps {
-		if st.Build != build || st.Rate == orchestrate.RateMax || st.Rate <= rate || st.Failed {
+		if st.Build != build || st.Rate == orchestrate.RateMax || st.Rate <= rate {
+			continue
+		}
+		if st.Failed {
+			failed = true
 			continue
 		}
 		switch st.Verdict {
@@ -144,6 +152,8 @@ func stopsAt(rep *orchestrate.Report, build string, rate float64, what string) s
 			return " (the highest rate tried that it kept up with; higher rates were harness-limited, not judged)."
 		case higher:
 			return " (the highest rate tried that it kept up with in every round)."
+		case failed:
+			return " (the highest rate tried that it kept up with; the steps at higher rates failed)."
 		}
 		return fmt.Sprintf(": it kept up at every rate tried; try higher rates or --find-max to find %s.", what)
 	}

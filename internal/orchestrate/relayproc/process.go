@@ -32,8 +32,11 @@ type Spec struct {
 	// CPUs, when set, runs the process under `taskset -c CPUs`; taskset execs
 	// Bin, so the PID is Bin's and every thread it creates inherits the mask.
 	CPUs string
-	// LogPath receives the process's stdout and stderr.
+	// LogPath receives the process's stdout and stderr, through a pipe:
+	// at most LogMax bytes of it (DefaultLogMax if 0), the newest, with
+	// the part before in LogPath.1.
 	LogPath string
+	LogMax  int64
 	// Env is added to the environment inherited from orchestrate.
 	Env []string
 }
@@ -41,10 +44,13 @@ type Spec struct {
 // Process is a started child.
 type Process struct {
 	cmd     *exec.Cmd
-	log     *os.File
+	log     *logWriter
+	pipe    *logPipe
 	logPath string
 	started time.Time
 	done    chan struct{} // closed when the process has been reaped
+
+	marker string // MarkerEnv's value in the process and what it starts
 
 	mu       sync.Mutex
 	waitErr  error
@@ -66,36 +72,71 @@ func Start(spec Spec) (*Process, error) {
 		args = append([]string{"-c", spec.CPUs, bin}, args...)
 		bin = ts
 	}
-	logf, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logw, err := openLog(spec.LogPath, spec.LogMax)
 	if err != nil {
 		return nil, fmt.Errorf("relayproc: log file: %w", err)
 	}
+	pipe, err := newLogPipe()
+	if err != nil {
+		logw.close()
+		return nil, fmt.Errorf("relayproc: log pipe: %w", err)
+	}
+	marker, err := newMarker()
+	if err != nil {
+		logw.close()
+		pipe.r.Close()
+		pipe.W.Close()
+		return nil, fmt.Errorf("relayproc: %w", err)
+	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Stdout = pipe.W
+	cmd.Stderr = pipe.W
+	cmd.Env = append(append(os.Environ(), spec.Env...), MarkerEnv+"="+marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true,
 		// If orchestrate dies without cleaning up (SIGKILL), the kernel
 		// kills the child too, so no orphan keeps running.
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	err = cmd.Start()
+	pipe.W.Close() // the child holds it now
+	if err != nil {
+		pipe.r.Close()
+		logw.close()
 		return nil, fmt.Errorf("relayproc: starting %s: %w", spec.Bin, err)
 	}
-	p := &Process{cmd: cmd, log: logf, logPath: spec.LogPath, started: time.Now(), done: make(chan struct{})}
+	go pipe.copy(logw)
+	p := &Process{cmd: cmd, log: logw, pipe: pipe, logPath: spec.LogPath, marker: marker, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		outlived := len(p.liveTree())
+		// What the process said before it exited is in the log once Done
+		// is closed, unless something it started still holds the output.
+		t := time.NewTimer(logDrain)
+		select {
+		case <-pipe.done:
+		case <-t.C:
+		}
+		t.Stop()
 		p.mu.Lock()
 		p.waitErr, p.state, p.outlived = err, cmd.ProcessState, outlived
 		p.mu.Unlock()
-		logf.Close()
 		close(p.done)
 	}()
 	return p, nil
 }
+
+// logDrain bounds the wait for the log's last output after the process
+// exited, while something it started still holds the output open.
+const logDrain = time.Second
+
+// LogErr is the first error writing the process's log (a full disk, a
+// file-size limit), or nil.
+func (p *Process) LogErr() error { return p.log.Err() }
+
+// LogDiscarded is how many of the log's oldest bytes were dropped to keep
+// it within Spec.LogMax.
+func (p *Process) LogDiscarded() int64 { return p.log.Discarded() }
 
 // PID is the child's process id (also its process group id).
 func (p *Process) PID() int { return p.cmd.Process.Pid }
@@ -202,6 +243,10 @@ type StopResult struct {
 	// running when the process itself had exited (they were then killed):
 	// MaxRSS, UserTime and SystemTime leave them out.
 	Outlived int
+	// Strays are the processes it started that were still running outside
+	// its tree once the tree was gone (a daemon: setsid, a double fork),
+	// found by MarkerEnv; Stop ended them.
+	Strays []Stray
 }
 
 // Stop sends SIGTERM to the process's tree (its process group, and any
@@ -227,6 +272,17 @@ func (p *Process) Stop(grace time.Duration) StopResult {
 	// The tree may still hold members if the leader exited first.
 	p.signalTree(syscall.SIGKILL)
 	p.waitTree(time.Now().Add(killWait))
+	res.Strays = endStrays(procfs.DefaultMountPoint, p.marker, killWait)
+	// Everything that held the output is gone, or held it past every
+	// bound: stop copying either way.
+	t := time.NewTimer(logDrain)
+	select {
+	case <-p.pipe.done:
+	case <-t.C:
+		_ = p.pipe.r.Close()
+		<-p.pipe.done
+	}
+	t.Stop()
 	p.mu.Lock()
 	st, err := p.state, p.waitErr
 	res.Outlived = p.outlived
@@ -293,21 +349,34 @@ func (p *Process) waitTree(deadline time.Time) bool {
 // LogTail returns the last n lines of the process's log.
 func (p *Process) LogTail(n int) string { return LogTail(p.logPath, n) }
 
-// LogTail returns the last n lines of the file at path (at most 64 KiB are read).
+// LogTail returns the last n lines of the file at path (at most 64 KiB
+// are read), taking the lines before from path.1 (a capped log's older
+// part) when path holds fewer.
 func LogTail(path string, n int) string {
+	lines := tailLines(path, n)
+	if len(lines) < n {
+		lines = append(tailLines(path+".1", n-len(lines)), lines...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func tailLines(path string, n int) []string {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
 	const max = 64 << 10
 	if st, err := f.Stat(); err == nil && st.Size() > max {
 		_, _ = f.Seek(st.Size()-max, io.SeekStart)
 	}
-	b, _ := io.ReadAll(f)
+	b, _ := io.ReadAll(io.LimitReader(f, max)) // a device (/dev/full) never ends
+	if len(b) == 0 {
+		return nil
+	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }

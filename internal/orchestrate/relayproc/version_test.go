@@ -36,7 +36,7 @@ func TestProbeVersion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("HANG_SECONDS", tc.secs)
 			start := time.Now()
-			got, err := ProbeVersion(context.Background(), tc.bin, 500*time.Millisecond)
+			got, _, err := ProbeVersion(context.Background(), tc.bin, 500*time.Millisecond)
 			took := time.Since(start)
 			if err != nil || got != tc.want {
 				t.Errorf("ProbeVersion = %q, %v; want %q", got, err, tc.want)
@@ -67,7 +67,7 @@ func TestProbeVersionInterrupted(t *testing.T) {
 		cancel()
 	})
 	start := time.Now()
-	_, err = ProbeVersion(ctx, hang, time.Minute)
+	_, _, err = ProbeVersion(ctx, hang, time.Minute)
 	if len(seen) != 1 {
 		t.Errorf("the probe's child was not seen running: %v", seen)
 	}
