@@ -521,14 +521,29 @@ func TestRunCancel(t *testing.T) {
 	}
 }
 
-// Requests still out when the grace period ends count as abandoned.
+// Requests still out when the grace period ends count as abandoned. The
+// server holds every request until the test lets go, and the requests'
+// Timeout is long, so none can end before the grace period however slowly
+// a loaded machine runs the test.
 func TestRunCancelAbandons(t *testing.T) {
 	base := runtime.NumGoroutine()
-	addr := rawServer(t, func(c net.Conn) { io.Copy(io.Discard, c); c.Close() })
-	p := testPool(t, 30, compression.Identity)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	res, err := Run(ctx, Config{Target: "http://" + addr, Pool: p, Rate: 100, Duration: 5 * time.Second, Timeout: time.Second, Grace: 100 * time.Millisecond})
+	defer cancel()
+	release := make(chan struct{})
+	var once sync.Once
+	addr := rawServer(t, func(c net.Conn) {
+		defer c.Close()
+		var b [1]byte
+		if _, err := c.Read(b[:]); err != nil {
+			return
+		}
+		once.Do(func() { time.AfterFunc(100*time.Millisecond, cancel) }) // a few more go out first
+		go io.Copy(io.Discard, c)
+		<-release
+	})
+	p := testPool(t, 30, compression.Identity)
+	res, err := Run(ctx, Config{Target: "http://" + addr, Pool: p, Rate: 100, Duration: 5 * time.Second, Timeout: exact, Grace: 100 * time.Millisecond})
+	close(release)
 	if err != nil {
 		t.Fatal(err)
 	}
