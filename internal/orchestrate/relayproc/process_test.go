@@ -158,20 +158,29 @@ func TestPinnedAndSampled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const interval = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	seen := 0
-	s.Run(ctx, 100*time.Millisecond, func(Sample) { seen++ })
+	stalls := testutil.StartStalls()
+	s.Run(ctx, interval, func(Sample) { seen++ })
+	lost := stalls.Stop()
 	smp, err := s.Samples()
-	if err != nil || len(smp) < 8 {
-		t.Fatalf("%d samples, err %v", len(smp), err)
+	// About 10 samples in the second; a tick is missed only while the
+	// process cannot run, so the machine's stalls excuse one per interval
+	// they lasted.
+	want := max(8-int(lost/interval), 2)
+	if err != nil || len(smp) < want {
+		t.Fatalf("%d samples, want %d (%v lost to the machine), err %v", len(smp), want, lost, err)
 	}
 	if seen != len(smp) {
 		t.Errorf("each saw %d of %d samples", seen, len(smp))
 	}
 	// One busy goroutine pinned to one core: busy, but never above one
-	// core (other load on a shared machine may take part of that core).
-	if c := Cores(smp[0], smp[len(smp)-1]); c < 0.05 || c > 1.1 {
+	// core. How much of that core it got depends on the machine's other
+	// load; whether the sampled CPU time is right is checked exactly
+	// against the kernel's total below.
+	if c := Cores(smp[0], smp[len(smp)-1]); c <= 0 || c > 1.1 {
 		t.Errorf("cores = %.2f, want (0, 1] (pinned busy loop)", c)
 	}
 	hwm, err := s.PeakRSS()
