@@ -65,3 +65,20 @@ func TestOutputWaitFor(t *testing.T) {
 		t.Errorf("saw a line never written: %q", o.String())
 	}
 }
+
+func TestGone(t *testing.T) {
+	calls := 0
+	left := Gone(5*time.Second, func() []int {
+		calls++
+		if calls < 3 {
+			return []int{42}
+		}
+		return nil
+	})
+	if len(left) != 0 || calls != 3 {
+		t.Errorf("left %v after %d calls, want nothing after 3", left, calls)
+	}
+	if left := Gone(30*time.Millisecond, func() []int { return []int{7} }); len(left) != 1 || left[0] != 7 {
+		t.Errorf("a process that stays: left %v", left)
+	}
+}
