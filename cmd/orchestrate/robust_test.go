@@ -68,7 +68,9 @@ func TestSignalDuringVersionProbe(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 				t.Errorf("exit: %v\nstderr:\n%s", err, stderr.String())
 			}
-			if left := sleeping(secs); len(left) > 0 {
+			// The probe's group was sent SIGKILL: gone once the kernel has
+			// run its exit.
+			if left := testutil.Gone(10*time.Second, func() []int { return sleeping(secs) }); len(left) > 0 {
 				t.Errorf("the probe's child left running: %v", left)
 				for _, pid := range left {
 					_ = syscall.Kill(pid, syscall.SIGKILL)

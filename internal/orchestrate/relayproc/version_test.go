@@ -45,7 +45,8 @@ func TestProbeVersion(t *testing.T) {
 				t.Errorf("took %v for a 500ms bound", took)
 			}
 			if tc.secs != "" {
-				if left := testutil.Sleeping(tc.secs); len(left) > 0 {
+				// Sent SIGKILL: gone once the kernel has run its exit.
+				if left := testutil.Gone(10*time.Second, func() []int { return testutil.Sleeping(tc.secs) }); len(left) > 0 {
 					t.Errorf("left running: %v", left)
 				}
 			}
@@ -74,7 +75,7 @@ func TestProbeVersionInterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 3*time.Second {
 		t.Errorf("err %v after %v, want context.Canceled at once", err, time.Since(start))
 	}
-	if left := testutil.Sleeping("597.75"); len(left) > 0 {
+	if left := testutil.Gone(10*time.Second, func() []int { return testutil.Sleeping("597.75") }); len(left) > 0 {
 		t.Errorf("left running: %v", left)
 	}
 }
