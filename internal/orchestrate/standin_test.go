@@ -604,10 +604,14 @@ func TestInterruptStopsPerf(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// 1 s into the blast perf is recording: it attaches as the measured
-	// window opens, after blast's 300 ms warm-up.
+	// window opens, after blast's 300 ms warm-up. A loaded machine may
+	// take longer to start it; the interrupt waits for it while the 20 s
+	// blast runs.
 	var sawPerf atomic.Bool
 	log := &cancelOn{marker: "  blast ", delay: time.Second, cancel: cancel,
-		before: func() { sawPerf.Store(len(processesMentioning(cfg.Perf)) > 0) }}
+		before: func() {
+			sawPerf.Store(testutil.Eventually(15*time.Second, func() bool { return len(processesMentioning(cfg.Perf)) > 0 }))
+		}}
 	cfg.Log = log
 	rep, err := Run(ctx, cfg)
 	took, lost := time.Since(log.at()), log.lost()
