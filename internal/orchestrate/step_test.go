@@ -219,13 +219,17 @@ func TestMaxRateStep(t *testing.T) {
 	cfg.Idle = 0
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	cfg.WorkDir = t.TempDir()
+	stalls := testutil.StartStalls()
 	rep, err := Run(t.Context(), cfg)
+	lost := stalls.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := rep.Steps[0]
-	if st.Failed || st.Rate != RateMax || st.Concurrency != 4 || st.StoppedEarly != "" || st.AcceptedRate < 50 || st.Sent == 0 {
-		t.Fatalf("max step: %+v", st)
+	// At least 50/s over the window, less what the machine took of it.
+	least := 50 * max(0, 1-lost.Seconds()/cfg.Duration.Seconds())
+	if st.Failed || st.Rate != RateMax || st.Concurrency != 4 || st.StoppedEarly != "" || st.AcceptedRate < least || st.Sent == 0 {
+		t.Fatalf("max step (at least %.0f/s accepted, %v lost to the machine): %+v", least, lost, st)
 	}
 	if _, ok := rep.KeptUpWith["standin"]; ok && rep.KeptUpWith["standin"] != 0 {
 		t.Errorf("a max step is not a rate kept up with: %v", rep.KeptUpWith)
@@ -235,7 +239,9 @@ func TestMaxRateStep(t *testing.T) {
 	}
 
 	cfg.MaxRelayRSS = 1 << 20 // any Relay is bigger: stopped at the first sample
+	stalls = testutil.StartStalls()
 	rep, err = Run(t.Context(), cfg)
+	lost = stalls.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +249,13 @@ func TestMaxRateStep(t *testing.T) {
 	if !strings.Contains(st.StoppedEarly, "RSS passed 1.0 MiB") || st.Verdict != VerdictFellBehind || !strings.Contains(strings.Join(st.Reasons, "|"), "RSS passed") {
 		t.Errorf("stopped early %q, verdict %s %v", st.StoppedEarly, st.Verdict, st.Reasons)
 	}
-	// Unstopped, blast sends in seconds 0 and 1 (0.3 s warm-up + 1.5 s).
-	for _, p := range st.Seconds[1:] {
-		if p.Sent > 0 {
-			t.Errorf("blast still sent in second %d after the bound was passed: %+v", p.T, p)
+	// Unstopped, blast sends in seconds 0 and 1 (0.3 s warm-up + 1.5 s);
+	// stopped at the first 10 Hz sample, in second 0, unless the machine
+	// held the process back.
+	stopBy := 600*time.Millisecond + lost
+	for _, p := range st.Seconds {
+		if time.Duration(p.T)*time.Second >= stopBy && p.Sent > 0 {
+			t.Errorf("blast still sent in second %d after the bound was passed (%v lost to the machine): %+v", p.T, lost, p)
 		}
 	}
 }
