@@ -313,7 +313,7 @@ func TestAbuseUnreadProjects(t *testing.T) {
 		t.Errorf("held %d bytes, want under %d (1 MiB a client)", held, limit)
 	}
 	await(t, done, clients, 30*time.Second, "handlers giving up on clients that do not read")
-	if !testutil.Eventually(5*time.Second, func() bool { return srv.Stats().HTTPLayer.WriteTimeouts == clients }) {
+	if !testutil.Eventually(30*time.Second, func() bool { return srv.Stats().HTTPLayer.WriteTimeouts == clients }) {
 		t.Errorf("http_layer %+v: want %d write timeouts", srv.Stats().HTTPLayer, clients)
 	}
 }
