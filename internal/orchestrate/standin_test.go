@@ -71,6 +71,27 @@ func processesMentioning(s string) []string {
 
 func okVerdict(v string) bool { return v == VerdictKeptUp || v == VerdictHarnessLimited }
 
+// runSteadily runs cfg in a fresh work directory, and again, up to three
+// runs in all, while a step's sampler saw orchestrate itself stall (Stall
+// over maxStall): such a step is harness-limited, and what it measured of
+// Relay says nothing (a stall of the machine stops forwarding too, and
+// the drain may take the quiet for the end of it). The last run stands.
+func runSteadily(t *testing.T, cfg *Config) *Report {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cfg.WorkDir = t.TempDir()
+		rep, err := Run(context.Background(), *cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(rep.Steps, func(st *Step) bool { return st.Stall > maxStall })
+		if i < 0 || attempt == 3 {
+			return rep
+		}
+		t.Logf("run %d: step %d stalled for %s (orchestrate itself got no CPU); running again", attempt, rep.Steps[i].Index, rep.Steps[i].Stall)
+	}
+}
+
 func TestStandinSweep(t *testing.T) {
 	bin := standin(t)
 	cfg := quick(50, 100)
@@ -701,7 +722,8 @@ func driftOnly(st *Step) bool {
 // by accepted envelopes). At N/2 a loaded machine may make the stand-in's
 // forwarding drift by a few envelopes, which the short window's
 // steady-growth rule can call falling behind; the backlog then still
-// stays within one batching interval and drains at once (driftOnly).
+// stays within one batching interval and drains at once (driftOnly). A
+// run in which orchestrate itself stalled is run again (runSteadily).
 func TestStandinCapacityVerdict(t *testing.T) {
 	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	const n = 100
@@ -711,11 +733,7 @@ func TestStandinCapacityVerdict(t *testing.T) {
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	cfg.RelayConfig = relayconfig.Config{"standin": map[string]any{"capacity": n}}
 	fastShutdown(&cfg)
-	cfg.WorkDir = t.TempDir()
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runSteadily(t, &cfg)
 	below, above := rep.Steps[0], rep.Steps[1]
 	for _, st := range rep.Steps {
 		t.Logf("%g/s: %s %v; forwarded %.0f/s, growth %+.0f/s, catch-up %v, %.3f ms/envelope", st.Rate, st.Verdict, st.Reasons,
