@@ -97,13 +97,9 @@ func TestStandinSweep(t *testing.T) {
 	cfg := quick(50, 100)
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	fastShutdown(&cfg)
-	cfg.WorkDir = t.TempDir()
 	cfg.StatsDListen = "127.0.0.1:0"
 	cfg.StatsDMetrics = []string{"event.processing_time", "event.accepted"}
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runSteadily(t, &cfg) // forwarding is checked exactly
 	if rep.Harness || len(rep.Steps) != 2 || rep.Failed != 0 {
 		t.Fatalf("harness=%v steps=%d failed=%d: %+v", rep.Harness, len(rep.Steps), rep.Failed, rep.Steps[0])
 	}
