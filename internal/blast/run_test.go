@@ -216,34 +216,52 @@ func TestRunShardsMerge(t *testing.T) {
 	}
 }
 
-// Rate accuracy with bounds generous enough for a noisy shared box; the
-// exact targets are in the benchmark.
+// Rate accuracy, with bounds a loaded machine cannot break: nothing goes
+// out early (exact), and the run is late by no more than a second plus the
+// time the machine held the process back (testutil.Stalls). The exact
+// rate and lag targets are in the benchmark.
 func TestRunRate(t *testing.T) {
 	srv := newCountingServer(t)
 	p := testPool(t, 40, compression.Identity)
+	const rate, slots = 500, 1000
+	stalls := testutil.StartStalls()
 	start := time.Now()
-	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 500, Duration: 2 * time.Second, Timeout: exact})
+	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: rate, Duration: 2 * time.Second, Timeout: exact})
 	if err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
+	lost := stalls.Stop()
 	checkInvariants(t, res)
-	if res.Scheduled != 1000 || res.Sent+res.Dropped != 1000 {
-		t.Fatalf("scheduled %d sent %d dropped %d, want 1000", res.Scheduled, res.Sent, res.Dropped)
+	if res.Scheduled != slots || res.Sent+res.Dropped != slots {
+		t.Fatalf("scheduled %d sent %d dropped %d, want %d", res.Scheduled, res.Sent, res.Dropped, slots)
 	}
-	// Lower bounds are exact (nothing is released early); upper bounds only
-	// catch a broken pacer, not a loaded machine.
-	if took < 1990*time.Millisecond || took > 15*time.Second {
-		t.Errorf("2 s schedule took %v", took)
+	t.Logf("took %v, %v of it lost to a loaded machine; %d windows, lag p50 %v max %v", took, lost, len(res.Windows), res.Lag.Quantile(0.5), res.Lag.Max())
+	// Lower bounds are exact: nothing is released early.
+	if took < 1990*time.Millisecond || res.Elapsed < 2*time.Second || res.Elapsed > took {
+		t.Errorf("2 s schedule took %v, measured over %v", took, res.Elapsed)
 	}
-	if a := res.AchievedRate(); a < 100 || a > 500.001 {
-		t.Errorf("achieved %.1f/s of 500/s", a)
+	if late := took - 2*time.Second; late > time.Second+lost {
+		t.Errorf("2 s schedule took %v: %v late with %v lost to the machine", took, late, lost)
 	}
-	if len(res.Windows) < 2 || len(res.Windows) > 3 {
-		t.Errorf("%d windows for 2 s", len(res.Windows))
+	if a := res.AchievedRate(); a > rate+0.001 || a < float64(res.Sent)/took.Seconds() {
+		t.Errorf("achieved %.1f/s of %d/s (%d sent in %v)", a, rate, res.Sent, took)
 	}
-	if res.Lag.Count() != 1000 || res.Lag.Quantile(0.5) > time.Second {
-		t.Errorf("lag count %d p50 %v", res.Lag.Count(), res.Lag.Quantile(0.5))
+	// A window is a second of send times: the last is the second the last
+	// request went out in, before Run returned; none holds more than the
+	// schedule had released by its end.
+	if n := len(res.Windows); n < 2 || n > int(took/time.Second)+1 {
+		t.Errorf("%d windows for 2 s that took %v", n, took)
+	}
+	var upTo int64
+	for i, w := range res.Windows {
+		upTo += w.Sent + w.Dropped
+		if limit := min(int64(rate*(i+1)), slots); upTo > limit {
+			t.Errorf("%d requests by the end of second %d, the schedule released %d", upTo, i, limit)
+		}
+	}
+	if res.Lag.Count() != slots || res.Lag.Quantile(0.5) > 500*time.Millisecond+lost {
+		t.Errorf("lag count %d p50 %v (%v lost to the machine)", res.Lag.Count(), res.Lag.Quantile(0.5), lost)
 	}
 }
 
@@ -283,13 +301,15 @@ func TestRunClosedLoop(t *testing.T) {
 		if res.Lag.Quantile(1) != 0 {
 			t.Errorf("closed loop lag max %v, want 0", res.Lag.Quantile(1))
 		}
+		stalls := testutil.StartStalls()
 		res, err = Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 0, Concurrency: 2, Duration: 300 * time.Millisecond, Client: client, Timeout: exact})
 		if err != nil {
 			t.Fatal(err)
 		}
+		lost := stalls.Stop()
 		checkInvariants(t, res)
-		if res.Sent == 0 || res.OK != res.Sent || res.Elapsed < 300*time.Millisecond || res.Elapsed > 3*time.Second {
-			t.Fatalf("%s: duration run sent %d ok %d elapsed %v", client, res.Sent, res.OK, res.Elapsed)
+		if res.Sent == 0 || res.OK != res.Sent || res.Elapsed < 300*time.Millisecond || res.Elapsed > 3*time.Second+lost {
+			t.Fatalf("%s: duration run sent %d ok %d elapsed %v (%v lost to the machine)", client, res.Sent, res.OK, res.Elapsed, lost)
 		}
 	}
 }
@@ -330,17 +350,19 @@ func TestRunDrops(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	p := testPool(t, 30, compression.Identity)
+	stalls := testutil.StartStalls()
 	start := time.Now()
 	res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 200, Duration: time.Second, MaxInflight: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
+	took, lost := time.Since(start), stalls.Stop()
 	checkInvariants(t, res)
 	if res.Dropped < 100 || res.Scheduled != 200 || !res.Invalid || !strings.Contains(strings.Join(res.InvalidReasons, ";"), "dropped") {
 		t.Fatalf("dropped %d of %d, invalid %v %q", res.Dropped, res.Scheduled, res.Invalid, res.InvalidReasons)
 	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("took %v", took)
+	if took > 3*time.Second+lost {
+		t.Errorf("took %v (%v lost to the machine)", took, lost)
 	}
 }
 
@@ -383,10 +405,12 @@ func rawServer(t *testing.T, handle func(net.Conn)) string {
 	return l.Addr().String()
 }
 
-// waitGoroutines waits until the goroutine count is back near base.
+// waitGoroutines waits until the goroutine count is back near base. The
+// deadline only has to tell goroutines that end from goroutines that never
+// do, so it is long: a loaded machine may take seconds to run them out.
 func waitGoroutines(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n := runtime.NumGoroutine()
 		if n <= base+2 {
@@ -443,19 +467,20 @@ func TestRunFailingTargets(t *testing.T) {
 			t.Run(client+"/"+tc.name, func(t *testing.T) {
 				base := runtime.NumGoroutine()
 				addr := tc.addr()
+				stalls := testutil.StartStalls()
 				start := time.Now()
 				res, err := Run(context.Background(), Config{Target: "http://" + addr, Pool: p, Rate: 200, Duration: 500 * time.Millisecond,
 					Timeout: tc.timeout, Client: client})
 				if err != nil {
 					t.Fatal(err)
 				}
-				took := time.Since(start)
+				took, lost := time.Since(start), stalls.Stop()
 				checkInvariants(t, res)
 				if res.Sent != 100 || res.Errors[tc.class] != 100 || res.OK != 0 {
 					t.Fatalf("sent %d, errors %v %q, ok %d; want 100 %s", res.Sent, res.Errors, res.ErrorSamples, res.OK, tc.class)
 				}
-				if took > 10*time.Second {
-					t.Errorf("run took %v", took)
+				if took > 10*time.Second+lost {
+					t.Errorf("run took %v (%v lost to the machine)", took, lost)
 				}
 				waitGoroutines(t, base+1) // +1: the raw server's accept loop
 			})
@@ -464,42 +489,71 @@ func TestRunFailingTargets(t *testing.T) {
 }
 
 // Cancelling stops sending at once, waits for in-flight requests up to
-// Grace, and returns the partial result.
+// Grace, and returns the partial result. The cancel comes when the server
+// has answered 100 requests, not at a time a loaded machine may not have
+// sent any by.
 func TestRunCancel(t *testing.T) {
-	block := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelled := make(chan time.Time, 1)
+	var handled atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		if r.Header.Get("X-Block") != "" {
-			<-block
+		if handled.Add(1) == 100 {
+			cancelled <- time.Now()
+			cancel()
 		}
 	}))
 	defer srv.Close()
-	defer close(block)
 	p := testPool(t, 30, compression.Identity)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
+	stalls := testutil.StartStalls()
 	start := time.Now()
-	res, err := Run(ctx, Config{Target: srv.URL, Pool: p, Rate: 1000, Duration: 10 * time.Second, Grace: time.Second, Timeout: exact})
+	// A long Grace: every request in flight at the cancel is answered, and
+	// Run still returns as soon as they are.
+	res, err := Run(ctx, Config{Target: srv.URL, Pool: p, Rate: 1000, Duration: 10 * time.Second, Grace: exact, Timeout: exact})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Fatalf("cancelled run took %v", took)
+	took, lost := time.Since(start), stalls.Stop()
+	select {
+	case at := <-cancelled:
+		if after := time.Since(at); after > 2*time.Second+lost {
+			t.Fatalf("cancelled run returned %v after the cancel (%v lost to the machine)", after, lost)
+		}
+	default:
+		t.Fatalf("the run ended before the server answered 100 requests: %+v", res)
 	}
 	checkInvariants(t, res)
-	if !res.Interrupted || !res.Invalid || res.Sent < 100 || res.Sent > 2000 || res.OK != res.Sent {
-		t.Fatalf("interrupted %v invalid %v sent %d ok %d", res.Interrupted, res.Invalid, res.Sent, res.OK)
+	// Nothing goes early: no more were sent than the schedule had released
+	// when Run returned.
+	if !res.Interrupted || !res.Invalid || res.Sent < 100 || float64(res.Sent) > 1000*took.Seconds()+1 || res.OK != res.Sent {
+		t.Fatalf("interrupted %v invalid %v sent %d ok %d in %v", res.Interrupted, res.Invalid, res.Sent, res.OK, took)
 	}
 }
 
-// Requests still out when the grace period ends count as abandoned.
+// Requests still out when the grace period ends count as abandoned. The
+// server holds every request until the test lets go, and the requests'
+// Timeout is long, so none can end before the grace period however slowly
+// a loaded machine runs the test.
 func TestRunCancelAbandons(t *testing.T) {
 	base := runtime.NumGoroutine()
-	addr := rawServer(t, func(c net.Conn) { io.Copy(io.Discard, c); c.Close() })
-	p := testPool(t, 30, compression.Identity)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	res, err := Run(ctx, Config{Target: "http://" + addr, Pool: p, Rate: 100, Duration: 5 * time.Second, Timeout: time.Second, Grace: 100 * time.Millisecond})
+	defer cancel()
+	release := make(chan struct{})
+	var once sync.Once
+	addr := rawServer(t, func(c net.Conn) {
+		defer c.Close()
+		var b [1]byte
+		if _, err := c.Read(b[:]); err != nil {
+			return
+		}
+		once.Do(func() { time.AfterFunc(100*time.Millisecond, cancel) }) // a few more go out first
+		go io.Copy(io.Discard, c)
+		<-release
+	})
+	p := testPool(t, 30, compression.Identity)
+	res, err := Run(ctx, Config{Target: "http://" + addr, Pool: p, Rate: 100, Duration: 5 * time.Second, Timeout: exact, Grace: 100 * time.Millisecond})
+	close(release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,26 +670,41 @@ func TestForSending(t *testing.T) {
 }
 
 // A target that dies mid-run: what was answered counts as OK, the rest by
-// error class; the run still ends on schedule.
+// error class; the run still ends on schedule. The target dies once it has
+// answered 100 requests, not at a time a loaded machine may not have sent
+// any by.
 func TestRunTargetDiesMidRun(t *testing.T) {
 	for _, client := range clients {
 		t.Run(client, func(t *testing.T) {
 			base := runtime.NumGoroutine()
 			srv := newCountingServer(t)
+			var dies sync.Once
+			srv.status = func(n int64) int {
+				if n == 100 {
+					dies.Do(func() {
+						go func() {
+							srv.Listener.Close()
+							srv.CloseClientConnections()
+						}()
+					})
+				}
+				return 200
+			}
 			p := testPool(t, 30, compression.Identity)
-			time.AfterFunc(400*time.Millisecond, func() {
-				srv.Listener.Close()
-				srv.CloseClientConnections()
-			})
+			stalls := testutil.StartStalls()
 			start := time.Now()
+			// A long Timeout: the requests a dead target leaves out fail
+			// by themselves, and a loaded machine cannot turn the answers
+			// before its death into timeouts.
 			res, err := Run(context.Background(), Config{Target: srv.URL, Pool: p, Rate: 500, Duration: time.Second,
-				Timeout: 500 * time.Millisecond, Client: client})
+				Timeout: exact, Client: client})
 			if err != nil {
 				t.Fatal(err)
 			}
+			took, lost := time.Since(start), stalls.Stop()
 			checkInvariants(t, res)
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("took %v", took)
+			if took > 5*time.Second+lost {
+				t.Errorf("took %v (%v lost to the machine)", took, lost)
 			}
 			if res.Sent != 500 || res.OK == 0 || res.OK > srv.n.Load() || res.Errors[ClassRefused] == 0 {
 				t.Fatalf("sent %d ok %d (server %d) errors %v %q", res.Sent, res.OK, srv.n.Load(), res.Errors, res.ErrorSamples)

@@ -76,17 +76,22 @@ func TestHarnessMemoryFlat(t *testing.T) {
 // settledHeap is the live heap once it stops shrinking: read after two
 // collections (the second frees what the first moved into the sync.Pools'
 // victim caches) every 50 ms until two readings are within 64 KiB, at most
-// for 5 s (a step's goroutines exit a scheduling delay after it ends).
+// for 30 s (a step's goroutines exit a scheduling delay after it ends). Two
+// readings count only if the 50 ms between them were not overslept: on a
+// loaded machine that held the process back, the exiting goroutines did
+// not run either, and the heap only looked settled.
 func settledHeap() uint64 {
 	read := func() uint64 {
 		runtime.GC()
 		return testutil.LiveHeap()
 	}
 	last := read()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		slept := time.Now()
 		time.Sleep(50 * time.Millisecond)
+		ran := time.Since(slept) < 60*time.Millisecond
 		now := read()
-		if now+64<<10 > last && last+64<<10 > now {
+		if ran && now+64<<10 > last && last+64<<10 > now {
 			return min(now, last)
 		}
 		last = now

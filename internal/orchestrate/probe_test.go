@@ -47,7 +47,9 @@ func TestBuildThatIgnoresVersion(t *testing.T) {
 	if !strings.Contains(strings.Join(res.rep.Notes, "\n"), `build hang answers --version with ""`) {
 		t.Errorf("no note on the version in %q", res.rep.Notes)
 	}
-	if left := testutil.Sleeping("598.25"); len(left) > 0 {
+	// The probe's process group was sent SIGKILL: gone once the kernel
+	// has run its exit.
+	if left := testutil.Gone(10*time.Second, func() []int { return testutil.Sleeping("598.25") }); len(left) > 0 {
 		t.Errorf("left running: %v", left)
 	}
 }

@@ -71,18 +71,35 @@ func processesMentioning(s string) []string {
 
 func okVerdict(v string) bool { return v == VerdictKeptUp || v == VerdictHarnessLimited }
 
+// runSteadily runs cfg in a fresh work directory, and again, up to three
+// runs in all, while a step's sampler saw orchestrate itself stall (Stall
+// over maxStall): such a step is harness-limited, and what it measured of
+// Relay says nothing (a stall of the machine stops forwarding too, and
+// the drain may take the quiet for the end of it). The last run stands.
+func runSteadily(t *testing.T, cfg *Config) *Report {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cfg.WorkDir = t.TempDir()
+		rep, err := Run(context.Background(), *cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(rep.Steps, func(st *Step) bool { return st.Stall > maxStall })
+		if i < 0 || attempt == 3 {
+			return rep
+		}
+		t.Logf("run %d: step %d stalled for %s (orchestrate itself got no CPU); running again", attempt, rep.Steps[i].Index, rep.Steps[i].Stall)
+	}
+}
+
 func TestStandinSweep(t *testing.T) {
 	bin := standin(t)
 	cfg := quick(50, 100)
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	fastShutdown(&cfg)
-	cfg.WorkDir = t.TempDir()
 	cfg.StatsDListen = "127.0.0.1:0"
 	cfg.StatsDMetrics = []string{"event.processing_time", "event.accepted"}
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runSteadily(t, &cfg) // forwarding is checked exactly
 	if rep.Harness || len(rep.Steps) != 2 || rep.Failed != 0 {
 		t.Fatalf("harness=%v steps=%d failed=%d: %+v", rep.Harness, len(rep.Steps), rep.Failed, rep.Steps[0])
 	}
@@ -185,8 +202,10 @@ func TestRelayNeverReady(t *testing.T) {
 	cfg.Builds = []Build{{Name: "stuck", Bin: bin}}
 	cfg.WorkDir = t.TempDir()
 	cfg.ReadyTimeout = 500 * time.Millisecond
+	stalls := testutil.StartStalls()
 	start := time.Now()
 	rep, err := Run(context.Background(), cfg)
+	d, lost := time.Since(start), stalls.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +213,8 @@ func TestRelayNeverReady(t *testing.T) {
 	if !st.Failed || !strings.Contains(st.Error, "not ready after 500ms") || !strings.Contains(st.LogTail, "never listening") {
 		t.Errorf("step: failed=%v error %q tail %q", st.Failed, st.Error, st.LogTail)
 	}
-	if d := time.Since(start); d > 8*time.Second {
-		t.Errorf("took %v", d)
+	if d > 8*time.Second+lost {
+		t.Errorf("took %v (%v lost to the machine)", d, lost)
 	}
 	if len(processesMentioning(cfg.WorkDir)) != 0 {
 		t.Errorf("processes left: %v", processesMentioning(cfg.WorkDir))
@@ -240,15 +259,19 @@ exit 137
 
 // cancelOn is a progress log that interrupts the run a delay after the
 // first line containing marker: the interrupt lands in a named phase
-// however slow the machine is.
+// however slow the machine is. It measures the time the machine held the
+// process back during the delay (lostBefore) and from the interrupt on
+// (lost).
 type cancelOn struct {
-	marker    string
-	delay     time.Duration
-	cancel    context.CancelFunc
-	before    func() // called just before the interrupt (nil: nothing)
-	mu        sync.Mutex
-	cancelled time.Time
-	fired     bool
+	marker     string
+	delay      time.Duration
+	cancel     context.CancelFunc
+	before     func() // called just before the interrupt (nil: nothing)
+	mu         sync.Mutex
+	cancelled  time.Time
+	stalls     *testutil.Stalls
+	lostDuring time.Duration
+	fired      bool
 }
 
 func (c *cancelOn) Write(p []byte) (int, error) {
@@ -256,12 +279,15 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	if !c.fired && strings.Contains(string(p), c.marker) {
 		c.fired = true
+		during := testutil.StartStalls()
 		time.AfterFunc(c.delay, func() {
 			if c.before != nil {
 				c.before()
 			}
 			c.mu.Lock()
+			c.lostDuring = during.Stop()
 			c.cancelled = time.Now()
+			c.stalls = testutil.StartStalls()
 			c.mu.Unlock()
 			c.cancel()
 		})
@@ -273,6 +299,24 @@ func (c *cancelOn) at() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cancelled
+}
+
+// lostBefore is what the machine took of the delay before the interrupt.
+func (c *cancelOn) lostBefore() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lostDuring
+}
+
+// lost stops the meter started at the interrupt and returns what it lost
+// (0 if there was no interrupt).
+func (c *cancelOn) lost() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stalls == nil {
+		return 0
+	}
+	return c.stalls.Stop()
 }
 
 func TestInterruptStopsEverything(t *testing.T) {
@@ -297,12 +341,12 @@ func TestInterruptStopsEverything(t *testing.T) {
 			log := &cancelOn{marker: tc.marker, delay: tc.delay, cancel: cancel}
 			cfg.Log = log
 			rep, err := Run(ctx, cfg)
-			took := time.Since(log.at())
+			took, lost := time.Since(log.at()), log.lost()
 			if err == nil || rep == nil || !rep.Interrupted {
 				t.Fatalf("err %v, report %v", err, rep != nil)
 			}
-			if took > 2*time.Second {
-				t.Errorf("Run returned %v after the interrupt", took)
+			if took > 2*time.Second+lost {
+				t.Errorf("Run returned %v after the interrupt (%v lost to the machine)", took, lost)
 			}
 			if left := processesMentioning(cfg.WorkDir); len(left) != 0 {
 				t.Errorf("processes left: %v", left)
@@ -330,9 +374,11 @@ func TestInterruptStopsEverything(t *testing.T) {
 				return
 			}
 			// Interrupted once blast ran, the step keeps what it measured,
-			// marked partial, and nothing is judged from it.
-			if st.Sent == 0 || len(st.Seconds) == 0 {
-				t.Errorf("partial step without figures: sent %d, %d seconds", st.Sent, len(st.Seconds))
+			// marked partial, and nothing is judged from it. (A machine that
+			// held the test back for the delay past blast's warm-up may
+			// interrupt it before it measured a request.)
+			if len(st.Seconds) == 0 || st.Sent == 0 && log.lostBefore() < tc.delay-cfg.Warmup {
+				t.Errorf("partial step without figures: sent %d, %d seconds (%s lost to the machine before the interrupt)", st.Sent, len(st.Seconds), log.lostBefore())
 			}
 			if len(rep.Summary) != 1 || rep.Summary[0].KeptUpJudged || rep.Summary[0].Rate != 50 {
 				t.Errorf("summary from a partial step: %+v", rep.Summary)
@@ -588,13 +634,17 @@ func TestInterruptStopsPerf(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// 1 s into the blast perf is recording: it attaches as the measured
-	// window opens, after blast's 300 ms warm-up.
+	// window opens, after blast's 300 ms warm-up. A loaded machine may
+	// take longer to start it; the interrupt waits for it while the 20 s
+	// blast runs.
 	var sawPerf atomic.Bool
 	log := &cancelOn{marker: "  blast ", delay: time.Second, cancel: cancel,
-		before: func() { sawPerf.Store(len(processesMentioning(cfg.Perf)) > 0) }}
+		before: func() {
+			sawPerf.Store(testutil.Eventually(15*time.Second, func() bool { return len(processesMentioning(cfg.Perf)) > 0 }))
+		}}
 	cfg.Log = log
 	rep, err := Run(ctx, cfg)
-	took := time.Since(log.at())
+	took, lost := time.Since(log.at()), log.lost()
 	if err != nil && strings.Contains(err.Error(), "perf cannot record") && os.Geteuid() != 0 {
 		t.Skip(err)
 	}
@@ -604,8 +654,8 @@ func TestInterruptStopsPerf(t *testing.T) {
 	if !sawPerf.Load() {
 		t.Fatalf("perf was not running (steps %+v)", rep.Steps)
 	}
-	if took > 2*time.Second {
-		t.Errorf("Run returned %v after the interrupt", took)
+	if took > 2*time.Second+lost {
+		t.Errorf("Run returned %v after the interrupt (%v lost to the machine)", took, lost)
 	}
 	if left := append(processesMentioning(cfg.Perf), processesMentioning(cfg.WorkDir)...); len(left) != 0 {
 		t.Errorf("processes left: %v", left)
@@ -661,11 +711,28 @@ cd "$dir/../www" && exec python3 -m http.server --bind 127.0.0.1 "$port"
 	}
 }
 
+// driftOnly reports whether a step judged fell behind was so only by the
+// steady-growth rule reading a loaded machine's drift as a trend: the pace
+// reason alone, the backlog within one batching interval's worth over the
+// window, and everything forwarded within DefaultMaxCatchUp of blast's
+// end. (Over a window of three whole seconds the growth is fitted to three
+// whole-envelope counts, which can lie on a line by chance, the fit then
+// without error.)
+func driftOnly(st *Step) bool {
+	sd := st.Steady
+	return st.Verdict == VerdictFellBehind && len(st.Reasons) == 1 && strings.HasPrefix(st.Reasons[0], "forwarded ") &&
+		sd.BacklogGrowth*sd.GrowthSpan <= sd.Allowance && st.Drain.Settled && sd.CatchUp >= 0 && sd.CatchUp <= DefaultMaxCatchUp
+}
+
 // TestStandinCapacityVerdict: a stand-in limited to N/s (it accepts more
 // and holds the rest in memory, as Relay 26.4.0 was seen to do) is judged
 // kept up at N/2 and fell behind at 2N with forwarded/s ≈ N, and its cost
 // per envelope does not halve above capacity (it did when CPU was divided
-// by accepted envelopes).
+// by accepted envelopes). At N/2 a loaded machine may make the stand-in's
+// forwarding drift by a few envelopes, which the short window's
+// steady-growth rule can call falling behind; the backlog then still
+// stays within one batching interval and drains at once (driftOnly). A
+// run in which orchestrate itself stalled is run again (runSteadily).
 func TestStandinCapacityVerdict(t *testing.T) {
 	t.Parallel() // waits on a stand-in's timers more than it uses CPU
 	const n = 100
@@ -675,17 +742,13 @@ func TestStandinCapacityVerdict(t *testing.T) {
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	cfg.RelayConfig = relayconfig.Config{"standin": map[string]any{"capacity": n}}
 	fastShutdown(&cfg)
-	cfg.WorkDir = t.TempDir()
-	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runSteadily(t, &cfg)
 	below, above := rep.Steps[0], rep.Steps[1]
 	for _, st := range rep.Steps {
 		t.Logf("%g/s: %s %v; forwarded %.0f/s, growth %+.0f/s, catch-up %v, %.3f ms/envelope", st.Rate, st.Verdict, st.Reasons,
 			st.Steady.ForwardedRate, st.Steady.BacklogGrowth, st.Steady.CatchUp, st.CPU.MsPerEnv)
 	}
-	if below.Verdict != VerdictKeptUp && below.Verdict != VerdictHarnessLimited {
+	if below.Verdict != VerdictKeptUp && below.Verdict != VerdictHarnessLimited && !driftOnly(below) {
 		t.Errorf("N/2: %s %v", below.Verdict, below.Reasons)
 	}
 	if above.Verdict != VerdictFellBehind || !strings.Contains(strings.Join(above.Reasons, "|"), "backlog +") {

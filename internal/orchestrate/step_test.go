@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relayload/relayload/internal/pool"
+	"github.com/relayload/relayload/internal/testutil"
 	"github.com/relayload/relayload/projects"
 )
 
@@ -88,6 +89,7 @@ func TestStepPhases(t *testing.T) {
 	if d := time.Since(began); d < cfg.Idle {
 		t.Errorf("idle took %v, want ≥ %v", d, cfg.Idle)
 	}
+	stalls := testutil.StartStalls()
 	run("measured window")
 	if s.res == nil || st.Sent != 400 || st.OK != 400 || st.warmOK != int64(0.3*200) {
 		t.Errorf("measured: sent %d ok %d warm %d", st.Sent, st.OK, st.warmOK)
@@ -98,6 +100,7 @@ func TestStepPhases(t *testing.T) {
 		t.Errorf("upstream counts %d, more than blast's %d", got, st.OK+st.warmOK)
 	}
 	run("drain")
+	lost := stalls.Stop()
 	if !st.Drain.Settled || s.atDrainEnd.CPU <= s.atBlast.CPU {
 		t.Errorf("drain %+v, cpu %v → %v", st.Drain, s.atBlast.CPU, s.atDrainEnd.CPU)
 	}
@@ -109,8 +112,10 @@ func TestStepPhases(t *testing.T) {
 	if st.Upstream.Forwarded != st.OK+st.warmOK || st.Upstream.Gap != 0 {
 		t.Errorf("forwarded %d gap %d", st.Upstream.Forwarded, st.Upstream.Gap)
 	}
-	if len(st.Seconds) < 2 || st.Steady.Seconds != 1 || st.Steady.ForwardedRate < 150 {
-		t.Errorf("seconds %d, steady %+v", len(st.Seconds), st.Steady)
+	// The window's one whole second forwards about 200; a stall moves up
+	// to 200 envelopes a second lost out of it.
+	if len(st.Seconds) < 2 || st.Steady.Seconds != 1 || st.Steady.ForwardedRate < 150-200*lost.Seconds() {
+		t.Errorf("seconds %d, steady %+v (%v lost to the machine)", len(st.Seconds), st.Steady, lost)
 	}
 	var sent, fwd int64
 	for _, p := range st.Seconds {
@@ -214,13 +219,17 @@ func TestMaxRateStep(t *testing.T) {
 	cfg.Idle = 0
 	cfg.Builds = []Build{{Name: "standin", Bin: bin}}
 	cfg.WorkDir = t.TempDir()
+	stalls := testutil.StartStalls()
 	rep, err := Run(t.Context(), cfg)
+	lost := stalls.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := rep.Steps[0]
-	if st.Failed || st.Rate != RateMax || st.Concurrency != 4 || st.StoppedEarly != "" || st.AcceptedRate < 50 || st.Sent == 0 {
-		t.Fatalf("max step: %+v", st)
+	// At least 50/s over the window, less what the machine took of it.
+	least := 50 * max(0, 1-lost.Seconds()/cfg.Duration.Seconds())
+	if st.Failed || st.Rate != RateMax || st.Concurrency != 4 || st.StoppedEarly != "" || st.AcceptedRate < least || st.Sent == 0 {
+		t.Fatalf("max step (at least %.0f/s accepted, %v lost to the machine): %+v", least, lost, st)
 	}
 	if _, ok := rep.KeptUpWith["standin"]; ok && rep.KeptUpWith["standin"] != 0 {
 		t.Errorf("a max step is not a rate kept up with: %v", rep.KeptUpWith)
@@ -230,7 +239,9 @@ func TestMaxRateStep(t *testing.T) {
 	}
 
 	cfg.MaxRelayRSS = 1 << 20 // any Relay is bigger: stopped at the first sample
+	stalls = testutil.StartStalls()
 	rep, err = Run(t.Context(), cfg)
+	lost = stalls.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +249,13 @@ func TestMaxRateStep(t *testing.T) {
 	if !strings.Contains(st.StoppedEarly, "RSS passed 1.0 MiB") || st.Verdict != VerdictFellBehind || !strings.Contains(strings.Join(st.Reasons, "|"), "RSS passed") {
 		t.Errorf("stopped early %q, verdict %s %v", st.StoppedEarly, st.Verdict, st.Reasons)
 	}
-	// Unstopped, blast sends in seconds 0 and 1 (0.3 s warm-up + 1.5 s).
-	for _, p := range st.Seconds[1:] {
-		if p.Sent > 0 {
-			t.Errorf("blast still sent in second %d after the bound was passed: %+v", p.T, p)
+	// Unstopped, blast sends in seconds 0 and 1 (0.3 s warm-up + 1.5 s);
+	// stopped at the first 10 Hz sample, in second 0, unless the machine
+	// held the process back.
+	stopBy := 600*time.Millisecond + lost
+	for _, p := range st.Seconds {
+		if time.Duration(p.T)*time.Second >= stopBy && p.Sent > 0 {
+			t.Errorf("blast still sent in second %d after the bound was passed (%v lost to the machine): %+v", p.T, lost, p)
 		}
 	}
 }

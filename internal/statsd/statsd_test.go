@@ -130,7 +130,7 @@ func TestReceiverOverUDP(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // only tells datagrams counted from lost
 	var s Snapshot
 	for time.Now().Before(deadline) {
 		s = r.Snapshot()
@@ -170,7 +170,7 @@ func TestListenStopsWithContext(t *testing.T) {
 	cancel()
 	select {
 	case <-r.done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(30 * time.Second): // only tells a stop from none
 		t.Fatal("receiver did not stop")
 	}
 	if _, err := Listen(context.Background(), "256.0.0.1:1"); err == nil {

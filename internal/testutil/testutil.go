@@ -175,3 +175,16 @@ func Sleeping(secs string) []int {
 		return err == nil && st.State != "Z" && CmdLine(p) == "sleep "+secs
 	})
 }
+
+// Gone waits until list returns nothing or timeout passes, and returns what
+// it returned last. A process sent SIGKILL is gone only once the kernel has
+// run its exit, which a loaded machine may take a while to get to; one that
+// was never stopped is still there when the timeout passes.
+func Gone[T any](timeout time.Duration, list func() []T) []T {
+	var left []T
+	Eventually(timeout, func() bool {
+		left = list()
+		return len(left) == 0
+	})
+	return left
+}

@@ -39,11 +39,17 @@ func TestFreePort(t *testing.T) {
 	l.Close()
 }
 
+// Eventually returns as soon as the condition holds, long before its
+// timeout however loaded the machine: the bound on its length adds what
+// the machine took.
 func TestEventually(t *testing.T) {
+	stalls := StartStalls()
 	start := time.Now()
 	n := 0
-	if !Eventually(time.Second, func() bool { n++; return n == 3 }) || time.Since(start) > 500*time.Millisecond {
-		t.Errorf("n=%d after %v", n, time.Since(start))
+	held := Eventually(time.Minute, func() bool { n++; return n == 3 })
+	took, lost := time.Since(start), stalls.Stop()
+	if !held || n != 3 || took > 500*time.Millisecond+lost {
+		t.Errorf("n=%d after %v (%v lost to the machine)", n, took, lost)
 	}
 	if Eventually(30*time.Millisecond, func() bool { return false }) {
 		t.Error("a condition that never holds held")
@@ -58,10 +64,27 @@ func TestOutputWaitFor(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	if !o.WaitFor("line 2\n", 5*time.Second) {
+	if !o.WaitFor("line 2\n", time.Minute) {
 		t.Fatalf("never saw line 2: %q", o.String())
 	}
 	if o.WaitFor("line 3", 50*time.Millisecond) {
 		t.Errorf("saw a line never written: %q", o.String())
+	}
+}
+
+func TestGone(t *testing.T) {
+	calls := 0
+	left := Gone(5*time.Second, func() []int {
+		calls++
+		if calls < 3 {
+			return []int{42}
+		}
+		return nil
+	})
+	if len(left) != 0 || calls != 3 {
+		t.Errorf("left %v after %d calls, want nothing after 3", left, calls)
+	}
+	if left := Gone(30*time.Millisecond, func() []int { return []int{7} }); len(left) != 1 || left[0] != 7 {
+		t.Errorf("a process that stays: left %v", left)
 	}
 }

@@ -86,13 +86,15 @@ func TestExitBeforeReadyShowsReason(t *testing.T) {
 
 func TestNeverReadyTimesOut(t *testing.T) {
 	p, url := startFake(t, "never-ready", "")
+	stalls := testutil.StartStalls()
 	start := time.Now()
 	_, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 700*time.Millisecond)
+	d, lost := time.Since(start), stalls.Stop()
 	if err == nil || !strings.Contains(err.Error(), "not ready after") || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("err = %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("timeout took %v", d)
+	if d > 3*time.Second+lost {
+		t.Errorf("timeout took %v (%v lost to the machine)", d, lost)
 	}
 }
 
@@ -101,12 +103,14 @@ func TestIgnoredTermIsKilled(t *testing.T) {
 	if _, err := p.WaitReady(context.Background(), url, 50*time.Millisecond, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	stalls := testutil.StartStalls()
 	res := p.Stop(300 * time.Millisecond)
+	lost := stalls.Stop()
 	if !res.Killed || !strings.Contains(res.Exit, "killed") {
 		t.Fatalf("stop = %+v, want SIGKILL", res)
 	}
-	if res.Took < 300*time.Millisecond || res.Took > 2*time.Second {
-		t.Errorf("stop took %v", res.Took)
+	if res.Took < 300*time.Millisecond || res.Took > 2*time.Second+lost {
+		t.Errorf("stop took %v (%v lost to the machine)", res.Took, lost)
 	}
 }
 
@@ -117,7 +121,7 @@ func TestCrashIsNoticed(t *testing.T) {
 	}
 	select {
 	case <-p.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a deadline for a crash due at 300 ms
 		t.Fatal("crash not noticed")
 	}
 	ok, how := p.Exited()
@@ -158,20 +162,29 @@ func TestPinnedAndSampled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const interval = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	seen := 0
-	s.Run(ctx, 100*time.Millisecond, func(Sample) { seen++ })
+	stalls := testutil.StartStalls()
+	s.Run(ctx, interval, func(Sample) { seen++ })
+	lost := stalls.Stop()
 	smp, err := s.Samples()
-	if err != nil || len(smp) < 8 {
-		t.Fatalf("%d samples, err %v", len(smp), err)
+	// About 10 samples in the second; a tick is missed only while the
+	// process cannot run, so the machine's stalls excuse one per interval
+	// they lasted.
+	want := max(8-int(lost/interval), 2)
+	if err != nil || len(smp) < want {
+		t.Fatalf("%d samples, want %d (%v lost to the machine), err %v", len(smp), want, lost, err)
 	}
 	if seen != len(smp) {
 		t.Errorf("each saw %d of %d samples", seen, len(smp))
 	}
 	// One busy goroutine pinned to one core: busy, but never above one
-	// core (other load on a shared machine may take part of that core).
-	if c := Cores(smp[0], smp[len(smp)-1]); c < 0.05 || c > 1.1 {
+	// core. How much of that core it got depends on the machine's other
+	// load; whether the sampled CPU time is right is checked exactly
+	// against the kernel's total below.
+	if c := Cores(smp[0], smp[len(smp)-1]); c <= 0 || c > 1.1 {
 		t.Errorf("cores = %.2f, want (0, 1] (pinned busy loop)", c)
 	}
 	hwm, err := s.PeakRSS()

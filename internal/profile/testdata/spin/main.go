@@ -1,9 +1,15 @@
-// Command spin burns CPU for 400 ms in a function TestRunPerf looks for.
+// Command spin burns 400 ms of its own CPU time in a function TestRunPerf
+// looks for.
+//
+// It counts CPU time, not wall time: perf samples the CPU a process used,
+// and on a loaded machine 400 ms of wall time can hold a small fraction of
+// that, too few samples to find spinWork by.
 package main
 
 import (
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -15,10 +21,20 @@ func spinWork(x int) int {
 	return x
 }
 
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fmt.Fprintln(os.Stderr, "spin:", err)
+		os.Exit(1)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func main() {
-	deadline := time.Now().Add(400 * time.Millisecond)
+	const burn = 400 * time.Millisecond
 	x := 1
-	for time.Now().Before(deadline) {
+	for cpuTime() < burn {
 		x = spinWork(x)
 	}
 	if x == 0 {
