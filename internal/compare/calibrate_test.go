@@ -46,7 +46,8 @@ func heldOut(run string) bool {
 	return false
 }
 
-// heldOutRuns are the recorded runs the prior never saw: the newest.
+// heldOutRuns are the recorded runs the prior never saw: the newest two
+// A/A runs in blocks.
 var heldOutRuns = []string{"aa-final3/", "aa-final4/"}
 
 // split is the recorded pairs of processes the prior is estimated on and

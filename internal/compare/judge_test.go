@@ -129,12 +129,19 @@ func judged(names []string, pairs [][2][]float64, blocks []int, prior Prior, swa
 	return out
 }
 
-// TestRecordedAALabelSwaps: a recorded A/A run in 1-minute blocks, its
-// two builds' labels exchanged within any set of its blocks (1,024 ways
-// for ten blocks; under no change each is as likely as the run itself):
-// at most 5% of them call any metric changed.
+// TestRecordedAALabelSwaps: the recorded A/A runs in 1-minute blocks (one
+// the prior was chosen on, one it never saw), their two builds' labels
+// exchanged within any set of their blocks (1,024 ways for ten blocks;
+// under no change each is as likely as the run itself): at most 5% of
+// them call any metric changed.
 func TestRecordedAALabelSwaps(t *testing.T) {
-	names, pairs, blocks := metricsOf(t, "testdata/aa-relay-26.4.0-300-blocks-1m.json")
+	for _, f := range []string{"aa-relay-26.4.0-300-blocks-1m.json", "aa-relay-26.4.0-300-blocks-1m-2026-12-07.json"} {
+		t.Run(f, func(t *testing.T) { labelSwaps(t, "testdata/"+f) })
+	}
+}
+
+func labelSwaps(t *testing.T, path string) {
+	names, pairs, blocks := metricsOf(t, path)
 	var ids []int
 	seen := map[int]bool{}
 	for _, b := range blocks {
