@@ -98,7 +98,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.slice, "slice", orchestrate.DefaultSlice, "with --compare in slices: how long each build takes the traffic in turn")
 	fs.DurationVar(&o.block, "block", orchestrate.DefaultBlock, "with --compare in slices: how long both builds' Relays live before both are started afresh (a block); more blocks shrink what two processes of one binary differ by (a --block of at least --budget keeps one process per build)")
 	fs.StringVar(&o.precision, "precision", "", "with --compare in slices: stop once the 95% interval of the change in CPU per envelope is within ±this `PERCENT`, e.g. 3%")
-	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary are expected to differ by in CPU per envelope (a `PERCENT`), before the run's own blocks weigh in; default "+strconv.FormatFloat(100*compare.DefaultPrior.Spread, 'g', -1, 64)+"%, from A/A runs on shared 2-vCPU VMs (the report says which was used)")
+	fs.StringVar(&o.processNoise, "process-noise", "", "with --compare in slices: what two processes of one binary are expected to differ by in CPU per envelope (a `PERCENT`), before the run's own blocks weigh in; default "+strconv.FormatFloat(100*compare.DefaultPrior().Spread, 'g', -1, 64)+"%, from A/A runs on shared 2-vCPU VMs (the report says which was used)")
 	fs.DurationVar(&o.budget, "budget", orchestrate.DefaultBudget, "with --compare in slices: the longest a comparison may take, split over the rates")
 }
 
@@ -300,7 +300,7 @@ func (o *options) builds(cfg *orchestrate.Config) error {
 		if err != nil || p < 0 || p >= 100 {
 			return cli.Usagef("--process-noise %q: want a percentage such as 1.5%%", o.processNoise)
 		}
-		cfg.Prior = &compare.Prior{Spread: p / 100, DF: compare.DefaultPrior.DF, Source: "--process-noise"}
+		cfg.Prior = &compare.Prior{Spread: p / 100, DF: compare.DefaultPrior().DF, Source: "--process-noise"}
 	}
 	return nil
 }

@@ -120,8 +120,8 @@ func TestDefaultPrior(t *testing.T) {
 	}
 	got := priorOf(train)
 	t.Logf("prior from %d pairs of processes: spread %.4f on %.2f df (held out: %d)", len(train), got.Spread, got.DF, len(held))
-	if math.Abs(got.Spread-DefaultPrior.Spread) > 0.0005 || math.Abs(got.DF-DefaultPrior.DF) > 0.05 {
-		t.Errorf("the recordings give %+v, DefaultPrior is %+v", got, DefaultPrior)
+	if math.Abs(got.Spread-DefaultPrior().Spread) > 0.0005 || math.Abs(got.DF-DefaultPrior().DF) > 0.05 {
+		t.Errorf("the recordings give %+v, DefaultPrior() is %+v", got, DefaultPrior())
 	}
 	raw, err := os.ReadFile("testdata/priors.json")
 	if err != nil {
@@ -136,10 +136,10 @@ func TestDefaultPrior(t *testing.T) {
 	}
 	found := false
 	for _, r := range recorded {
-		found = found || r.Prior == DefaultPrior
+		found = found || r.Prior == DefaultPrior()
 	}
 	if !found {
-		t.Errorf("testdata/priors.json does not record DefaultPrior %+v", DefaultPrior)
+		t.Errorf("testdata/priors.json does not record DefaultPrior() %+v", DefaultPrior())
 	}
 }
 
@@ -200,14 +200,14 @@ func medianOf(xs []float64) float64 {
 // higher than the recordings show, at DefaultPrior's weight.
 func userPriors() map[string]Prior {
 	return map[string]Prior{
-		"default":            DefaultPrior,
-		"process-noise-0.5%": {Spread: 0.005, DF: DefaultPrior.DF},
-		"process-noise-3%":   {Spread: 0.03, DF: DefaultPrior.DF},
+		"default":            DefaultPrior(),
+		"process-noise-0.5%": {Spread: 0.005, DF: DefaultPrior().DF},
+		"process-noise-3%":   {Spread: 0.03, DF: DefaultPrior().DF},
 	}
 }
 
 // BenchmarkHeldOut holds the verdict to the recorded pairs of processes
-// that DefaultPrior never saw: comparisons of k blocks of m pairs drawn
+// that DefaultPrior() never saw: comparisons of k blocks of m pairs drawn
 // from them call a change in CPU per envelope in at most 5% of runs (a
 // coverage of 95%), with the default prior and with --process-noise set
 // lower or higher. It reports that rate and the median resolution per
@@ -294,7 +294,7 @@ func BenchmarkSimulatedCoverage(b *testing.B) {
 // designs, fewer runs, the bound three standard errors above 5%.
 func TestSimulatedCoverage(t *testing.T) {
 	for _, d := range []design{{1, 17}, {3, 17}, {10, 8}} {
-		fp, w := simulate(d, 0.09, DefaultPrior.Spread, DefaultPrior, 4000, 1)
+		fp, w := simulate(d, 0.09, DefaultPrior().Spread, DefaultPrior(), 4000, 1)
 		t.Logf("%d blocks of %d pairs: %.2f%% false positives, median ±%.2f%%", d.k, d.m, 100*fp, w)
 		if fp > Alpha+0.0104 {
 			t.Errorf("%d blocks of %d pairs: false-positive rate %.2f%% > 5%%", d.k, d.m, 100*fp)

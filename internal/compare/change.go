@@ -202,13 +202,6 @@ func Estimate(metric string, p Pairs, o Options) Change {
 	return c
 }
 
-// RunSpread is the spread between blocks' processes (a fraction) that the
-// pairs' own blocks show: the method-of-moments variance component of the
-// blocks' mean log ratios. 0 with fewer than two blocks.
-func RunSpread(p Pairs) float64 {
-	return Estimate("", p, Options{}).RunSpread / 100
-}
-
 // blocks are log ratios grouped by block.
 type blocks struct {
 	means, ns []float64

@@ -162,7 +162,7 @@ func labelSwaps(t *testing.T, path string) {
 			swap[b] = mask&(1<<i) != 0
 		}
 		called := false
-		for m, c := range judged(names, pairs, blocks, DefaultPrior, swap) {
+		for m, c := range judged(names, pairs, blocks, DefaultPrior(), swap) {
 			if c.Changed() {
 				perMetric[m]++
 				called = true
@@ -186,7 +186,7 @@ func TestFamilywiseSimulated(t *testing.T) {
 	const runs, k, m = 2000, 10, 8
 	names := []string{"ms_per_envelope", "cores", "p99_ms", "peak_rss", "forwarded_per_s"}
 	sd := []float64{0.09, 0.06, 0.2, 0.01, 0.02}
-	tau := []float64{DefaultPrior.Spread, DefaultPrior.Spread, 0.03, 0.02, 0.005}
+	tau := []float64{DefaultPrior().Spread, DefaultPrior().Spread, 0.03, 0.02, 0.005}
 	pairs := make([][2][]float64, len(names))
 	blocks := make([]int, k*m)
 	for i := range blocks {
@@ -205,7 +205,7 @@ func TestFamilywiseSimulated(t *testing.T) {
 			}
 			pairs[j] = [2][]float64{a, b}
 		}
-		for _, c := range judged(names, pairs, blocks, DefaultPrior, nil) {
+		for _, c := range judged(names, pairs, blocks, DefaultPrior(), nil) {
 			if c.Changed() {
 				any++
 				break

@@ -126,7 +126,7 @@ type Config struct {
 	Block time.Duration
 	// Prior is the spread between two processes of one binary in CPU per
 	// envelope that a comparison in slices expects before its own blocks
-	// weigh in (compare.Estimate); nil means compare.DefaultPrior.
+	// weigh in (compare.Estimate); nil means compare.DefaultPrior().
 	Prior  *compare.Prior
 	Budget time.Duration
 	// FindMax bisects between the bounds for the highest rate kept up with.
@@ -309,7 +309,7 @@ func (c *Config) checkRates() error {
 // prior is the Prior a comparison in slices starts from.
 func (c *Config) prior() compare.Prior {
 	if c.Prior == nil {
-		return compare.DefaultPrior
+		return compare.DefaultPrior()
 	}
 	return *c.Prior
 }
