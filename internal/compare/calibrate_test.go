@@ -207,7 +207,7 @@ func userPriors() map[string]Prior {
 }
 
 // BenchmarkHeldOut holds the verdict to the recorded pairs of processes
-// that DefaultPrior() never saw: comparisons of k blocks of m pairs drawn
+// that DefaultPrior never saw: comparisons of k blocks of m pairs drawn
 // from them call a change in CPU per envelope in at most 5% of runs (a
 // coverage of 95%), with the default prior and with --process-noise set
 // lower or higher. It reports that rate and the median resolution per

@@ -126,7 +126,7 @@ type Config struct {
 	Block time.Duration
 	// Prior is the spread between two processes of one binary in CPU per
 	// envelope that a comparison in slices expects before its own blocks
-	// weigh in (compare.Estimate); nil means compare.DefaultPrior().
+	// weigh in (compare.Estimate); nil means compare.DefaultPrior.
 	Prior  *compare.Prior
 	Budget time.Duration
 	// FindMax bisects between the bounds for the highest rate kept up with.
