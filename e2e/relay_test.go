@@ -252,7 +252,10 @@ func TestVerdicts(t *testing.T) {
 	if st.Verdict != orchestrate.VerdictFellBehind || !strings.Contains(strings.Join(st.Reasons, "|"), "backlog +") {
 		t.Errorf("3× the ceiling (%.0f/s): %s %v", 3*ceiling, st.Verdict, st.Reasons)
 	}
-	if f := st.Steady.ForwardedRate; f < 0.5*ceiling || f > 2*ceiling {
+	// Deep overload costs Relay throughput (its backlog grows by tens of
+	// MiB a second at 3,000/s): what it forwards at 3,000/s is a floor of
+	// its capacity, not the capacity, so 3× that may forward more.
+	if f := st.Steady.ForwardedRate; f < 0.5*ceiling {
 		t.Errorf("forwarded %.0f/s at 3× a ceiling of %.0f/s", f, ceiling)
 	}
 	// The true cost does not fall above capacity the way a cost per
