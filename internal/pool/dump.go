@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 
 	"github.com/relayload/relayload/internal/compression"
 )
@@ -51,12 +52,15 @@ func DumpStream(ctx context.Context, opts Options, dir string) (int, error) {
 		n := min(DumpBatch, opts.Size-start)
 		slots = pl.next(slots, start, n)
 		k := 0
+		var mu sync.Mutex // newWorker runs on each worker's goroutine
 		h, err := buildParallel(ctx, n, func() worker {
+			mu.Lock()
 			if k == len(gens) {
 				gens = append(gens, newGen(&opts, agents, cs))
 			}
 			g := gens[k]
 			k++
+			mu.Unlock()
 			return worker{
 				build: func(i int) error { return g.build(start+i, slots[i], &batch[i], enc) },
 				held: func() int64 {
