@@ -183,6 +183,24 @@ def wait_for_envelopes(up, want, timeout=20.0, settle=0.5):
         time.sleep(0.05)
 
 
+# What Relay 26.4.0 never forwards (seen through a real Relay): trace metric
+# items, and client reports (it sends their counts as outcomes). The stand-in
+# relay models that, so through it these leave the envelopes they came in,
+# and an envelope of nothing else is not forwarded at all.
+NEVER_FORWARDED = {"client_report", "trace_metric"}
+
+
+def forwarded_lines(lines):
+    """The manifest lines as a relay forwards them: without the items it never
+    forwards, and without the envelopes left empty."""
+    out = []
+    for line in lines:
+        items = {t: n for t, n in line["items"].items() if t not in NEVER_FORWARDED}
+        if items:
+            out.append({**line, "items": items})
+    return out
+
+
 @pytest.mark.parametrize("via", ["standin-relay", "direct"])
 def test_replay_arrives_item_for_item(captured, via, blast_bin, fake_upstream_bin, standin_relay_bin, tmp_path):
     """blast --envelopes sends each captured file exactly once (pool = the
@@ -220,19 +238,23 @@ def test_replay_arrives_item_for_item(captured, via, blast_bin, fake_upstream_bi
         result = json.loads(result_path.read_text())
         assert (result["pool_entries"], result["sent"], result["ok"]) == (n, n, n), diag
 
-        st = wait_for_envelopes(up, n)
+        want = captured.manifest if relay is None else forwarded_lines(captured.manifest)
+        st = wait_for_envelopes(up, len(want))
         diag += "" if relay is None else "\nrelay log:\n" + relay.log_tail()
         sender = "relay" if relay is not None else "sdk"
-        assert st["envelopes"] == n and st["envelopes_by_sender"][sender] == n, diag
-        assert st["items_by_type"] == captured.report["items"], diag
-        assert st["records_by_type"] == captured.report["records"], diag
+        assert st["envelopes"] == len(want) and st["envelopes_by_sender"][sender] == len(want), diag
+        assert st["items_by_type"] == summed(want), diag
+        records = captured.report["records"]
+        if relay is not None:
+            records = {t: n for t, n in records.items() if t not in NEVER_FORWARDED}
+        assert st["records_by_type"] == records, diag
         assert st["errors"] == {}, st["errors"]
     finally:
         if relay is not None:
             relay.stop()
         up.stop()
     replayed = read_manifest(tmp_path / "replayed")
-    assert sorted(shape_of_line(line) for line in replayed) == sorted(shape_of_line(line) for line in captured.manifest)
+    assert sorted(shape_of_line(line) for line in replayed) == sorted(shape_of_line(line) for line in want)
     assert all(line["from_relay"] == (relay is not None) for line in replayed)
     for line in replayed:
         env = Envelope.deserialize((tmp_path / "replayed" / line["file"]).read_bytes())
