@@ -1,6 +1,8 @@
 // Package testutil is what relayload's tests share: a program built once
-// per test binary, a free loopback port, and waiting on a condition
-// instead of sleeping for a guessed time.
+// per test binary, a free loopback port, waiting on a condition instead of
+// sleeping for a guessed time, and Stalls, a meter of the time a loaded
+// machine holds the test back, for wall-time bounds that hold on a busy
+// CI host.
 //
 // Build keeps the one piece of state a test binary needs across its
 // tests: the binaries already built. A package whose tests call Build
